@@ -1,0 +1,204 @@
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cbor.h>
+#include <hiredis/hiredis.h>
+#include <jansson.h>
+#include <zmq.h>
+
+#include "cli.h"
+
+const char *maro_progname = "maro";
+int maro_verbose;
+
+void
+maro_cli_init(const char *argv0)
+{
+	const char *slash = argv0 ? strrchr(argv0, '/') : NULL;
+
+	if (argv0)
+		maro_progname = slash ? slash + 1 : argv0;
+	signal(SIGPIPE, SIG_IGN);
+}
+
+static void
+vsay(const char *fmt, va_list ap)
+{
+	char line[2048];
+	int n;
+
+	n = snprintf(line, sizeof line, "%s: ", maro_progname);
+	vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
+	strcat(line, "\n");
+	/* one write, so lines of concurrent tools do not interleave */
+	if (write(STDERR_FILENO, line, strlen(line)) < 0)
+		return;
+}
+
+void
+maro_die(int status, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsay(fmt, ap);
+	va_end(ap);
+	exit(status);
+}
+
+void
+maro_warn(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsay(fmt, ap);
+	va_end(ap);
+}
+
+void
+maro_info(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!maro_verbose)
+		return;
+	va_start(ap, fmt);
+	vsay(fmt, ap);
+	va_end(ap);
+}
+
+void
+maro_usage_error(const char *fmt, ...)
+{
+	va_list ap;
+	char line[1024];
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof line, fmt, ap);
+	va_end(ap);
+	maro_die(MARO_EXIT_USAGE, "%s; try '%s --help'", line, maro_progname);
+}
+
+void
+maro_print_version(void)
+{
+	int zmaj, zmin, zpat;
+
+	zmq_version(&zmaj, &zmin, &zpat);
+	printf("%s %s (libzmq %d.%d.%d, hiredis %d.%d.%d, libcbor %d.%d.%d, jansson %s)\n",
+	    maro_progname, MARO_VERSION, zmaj, zmin, zpat,
+	    HIREDIS_MAJOR, HIREDIS_MINOR, HIREDIS_PATCH,
+	    CBOR_MAJOR_VERSION, CBOR_MINOR_VERSION, CBOR_PATCH_VERSION,
+	    jansson_version_str());
+}
+
+int
+maro_duration_parse(const char *s, int64_t *usec)
+{
+	const char *p = s;
+	double v, mult;
+	char *end;
+
+	if (!s || !*s || !(*p >= '0' && *p <= '9'))
+		goto bad;
+	while (*p >= '0' && *p <= '9')
+		p++;
+	if (*p == '.') {
+		p++;
+		if (!(*p >= '0' && *p <= '9'))
+			goto bad;
+		while (*p >= '0' && *p <= '9')
+			p++;
+	}
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end != p)
+		goto bad;
+	if (!strcmp(p, "") || !strcmp(p, "s"))
+		mult = 1e6;
+	else if (!strcmp(p, "ms"))
+		mult = 1e3;
+	else if (!strcmp(p, "m"))
+		mult = 60e6;
+	else if (!strcmp(p, "h"))
+		mult = 3600e6;
+	else
+		goto bad;
+	v *= mult;
+	if (!isfinite(v) || v > 9.2e18)
+		goto bad;
+	*usec = (int64_t)llround(v);
+	return 0;
+bad:
+	errno = EINVAL;
+	return -1;
+}
+
+int64_t
+maro_cli_duration(const char *flag, const char *arg)
+{
+	int64_t us;
+
+	if (maro_duration_parse(arg, &us) < 0)
+		maro_usage_error("invalid duration '%s' for %s (use N[.N][ms|s|m|h])", arg, flag);
+	return us;
+}
+
+uint64_t
+maro_cli_count(const char *flag, const char *arg)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	if (!arg || !(*arg >= '0' && *arg <= '9'))
+		maro_usage_error("invalid number '%s' for %s", arg ? arg : "", flag);
+	v = strtoull(arg, &end, 10);
+	if (errno || *end)
+		maro_usage_error("invalid number '%s' for %s", arg, flag);
+	return v;
+}
+
+enum maro_format
+maro_cli_format(const char *arg)
+{
+	if (!strcmp(arg, "cbor"))
+		return MARO_FORMAT_CBOR;
+	if (!strcmp(arg, "json"))
+		return MARO_FORMAT_JSON;
+	if (!strcmp(arg, "diag"))
+		return MARO_FORMAT_DIAG;
+	if (!strcmp(arg, "payload"))
+		return MARO_FORMAT_PAYLOAD;
+	maro_usage_error("unknown format '%s' (cbor, json, diag or payload)", arg);
+}
+
+int64_t
+maro_now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+int
+maro_cli_close_stdout(int status)
+{
+	if (fflush(stdout) == EOF || ferror(stdout)) {
+		if (errno == EPIPE)
+			return status;
+		maro_warn("error writing standard output: %s", strerror(errno));
+		return status ? status : MARO_EXIT_SOFTWARE;
+	}
+	return status;
+}

@@ -1,0 +1,68 @@
+/*
+ * cli: the command-line front end every tool shares.
+ *
+ * This is the one module of the library that writes to stderr and exits:
+ * it exists so that the tools word their diagnostics, parse their shared
+ * flags and pick their exit codes in one way (maro(7), DESIGN.md).
+ */
+#ifndef MARO_CLI_H
+#define MARO_CLI_H
+
+#include <stdint.h>
+#include <stdnoreturn.h>
+
+/* Exit status, for every tool. */
+enum {
+	MARO_EXIT_OK = 0,
+	MARO_EXIT_INCOMPLETE = 1,
+	MARO_EXIT_USAGE = 2,
+	MARO_EXIT_DATAERR = 65,
+	MARO_EXIT_UNAVAILABLE = 69,
+	MARO_EXIT_SOFTWARE = 70,
+	MARO_EXIT_TIMEOUT = 124,
+	MARO_EXIT_INTERRUPTED = 130,
+	MARO_EXIT_TERMINATED = 143,
+};
+
+enum maro_format {
+	MARO_FORMAT_CBOR,
+	MARO_FORMAT_JSON,
+	MARO_FORMAT_DIAG,
+	MARO_FORMAT_PAYLOAD,
+};
+
+extern const char *maro_progname;
+
+/* Sets the program name from argv[0] and ignores SIGPIPE (EPIPE ends tools quietly). */
+void maro_cli_init(const char *argv0);
+noreturn void maro_die(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void maro_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Only with -v. */
+void maro_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+extern int maro_verbose;
+/* "maro-x: unknown option ...; try 'maro-x --help'" and exit 2. */
+noreturn void maro_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Prints "NAME VERSION" and the library versions to stdout. */
+void maro_print_version(void);
+
+/*
+ * Durations: N[.N][ms|s|m|h], seconds when no unit.  Returns 0 with *usec,
+ * or -1 (EINVAL) for anything else, negative values included.
+ */
+int maro_duration_parse(const char *s, int64_t *usec);
+/* Like maro_duration_parse, but a bad value is a usage error naming the flag. */
+int64_t maro_cli_duration(const char *flag, const char *arg);
+/* A non-negative integer for a flag, or a usage error. */
+uint64_t maro_cli_count(const char *flag, const char *arg);
+enum maro_format maro_cli_format(const char *arg);
+
+/* Monotonic clock in microseconds. */
+int64_t maro_now_us(void);
+
+/*
+ * Flushes stdout and checks it, sbase's fshut: a full disk or closed pipe
+ * shows in the exit status (EPIPE exits quietly with the given status).
+ */
+int maro_cli_close_stdout(int status);
+
+#endif

@@ -1,0 +1,402 @@
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "message.h"
+
+static const char *const type_names[] = { NULL, "task", "notification" };
+static const char *const stage_names[] = { NULL, "request", "receive", "complete" };
+
+enum key {
+	KEY_TAG, KEY_SOURCE, KEY_DESTINATION, KEY_SESSION_TYPE, KEY_SESSION_STAGE,
+	KEY_SESSION_ID, KEY_MESSAGE_ID, KEY_REPLY_TO, KEY_PAYLOAD, NKEYS
+};
+
+/* Also the encoding order. */
+static const char *const key_names[NKEYS] = {
+	"tag", "source", "destination", "session_type", "session_stage",
+	"session_id", "message_id", "reply_to", "payload",
+};
+
+const char *
+maro_session_type_name(enum maro_session_type t)
+{
+	return (unsigned)t < 3 ? type_names[t] : NULL;
+}
+
+const char *
+maro_stage_name(enum maro_stage s)
+{
+	return (unsigned)s < 4 ? stage_names[s] : NULL;
+}
+
+struct maro_str
+maro_str_c(const char *s)
+{
+	struct maro_str r = { s, s ? strlen(s) : 0 };
+	return r;
+}
+
+int
+maro_str_eq(struct maro_str a, const char *s)
+{
+	size_t n = strlen(s);
+
+	return a.p && a.n == n && memcmp(a.p, s, n) == 0;
+}
+
+int
+maro_str_has_prefix(struct maro_str a, const char *prefix)
+{
+	size_t n = strlen(prefix);
+
+	return a.p && a.n >= n && memcmp(a.p, prefix, n) == 0;
+}
+
+char *
+maro_str_dup(struct maro_str a)
+{
+	char *s = malloc(a.n + 1);
+
+	if (!s)
+		return NULL;
+	if (a.n)
+		memcpy(s, a.p, a.n);
+	s[a.n] = '\0';
+	return s;
+}
+
+/* Reads a head: major type, argument, head length.  The item is known well-formed. */
+static size_t
+head(const uint8_t *p, size_t n, unsigned *major, uint64_t *val)
+{
+	unsigned ai = p[0] & 31, w, i;
+
+	*major = p[0] >> 5;
+	if (ai < 24) {
+		*val = ai;
+		return 1;
+	}
+	if (ai == 31) {
+		*val = UINT64_MAX;	/* indefinite */
+		return 1;
+	}
+	w = 1u << (ai - 24);
+	if (1 + w > n)
+		return 0;
+	*val = 0;
+	for (i = 0; i < w; i++)
+		*val = *val << 8 | p[1 + i];
+	return 1 + w;
+}
+
+static int
+utf8_valid(const uint8_t *s, size_t n)
+{
+	size_t i = 0;
+
+	while (i < n) {
+		uint8_t c = s[i];
+		size_t k;
+		uint32_t cp;
+
+		if (c < 0x80) {
+			i++;
+			continue;
+		}
+		if ((c & 0xe0) == 0xc0) {
+			k = 1;
+			cp = c & 0x1f;
+		} else if ((c & 0xf0) == 0xe0) {
+			k = 2;
+			cp = c & 0x0f;
+		} else if ((c & 0xf8) == 0xf0) {
+			k = 3;
+			cp = c & 0x07;
+		} else {
+			return 0;
+		}
+		for (size_t j = 1; j <= k; j++) {
+			if (i + j >= n || (s[i + j] & 0xc0) != 0x80)
+				return 0;
+			cp = cp << 6 | (s[i + j] & 0x3f);
+		}
+		if ((k == 1 && cp < 0x80) || (k == 2 && cp < 0x800) || (k == 3 && cp < 0x10000) ||
+		    cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+			return 0;
+		i += k + 1;
+	}
+	return 1;
+}
+
+static int bad(struct maro_err *err, size_t off, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int
+bad(struct maro_err *err, size_t off, const char *fmt, ...)
+{
+	va_list ap;
+
+	err->offset = off;
+	va_start(ap, fmt);
+	vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+/* Length of the well-formed item at p. */
+static size_t
+item_len(const uint8_t *p, size_t n)
+{
+	static __thread struct maro_cbor_scan s;
+	struct maro_cbor_limits lim = { n ? n : 1, MARO_CBOR_MAX_DEPTH_LIMIT };
+	struct maro_err err;
+	size_t len;
+
+	maro_cbor_scan_init(&s, &lim);
+	if (maro_cbor_scan(&s, p, n, &len, &err) != MARO_SCAN_DONE)
+		return 0;
+	return len;
+}
+
+static int
+text_value(const uint8_t *p, size_t n, struct maro_str *out)
+{
+	unsigned major;
+	uint64_t len;
+	size_t h = head(p, n, &major, &len);
+
+	if (!h || major != 3 || len == UINT64_MAX || len > n - h || !utf8_valid(p + h, len))
+		return -1;
+	out->p = (const char *)p + h;
+	out->n = len;
+	return 0;
+}
+
+static int
+enum_value(const uint8_t *p, size_t n, const char *const *names, int count)
+{
+	struct maro_str s;
+	int i;
+
+	if (text_value(p, n, &s) < 0)
+		return -1;
+	for (i = 1; i < count; i++)
+		if (maro_str_eq(s, names[i]))
+			return i;
+	return -1;
+}
+
+int
+maro_msg_decode(struct maro_msg *m, const uint8_t *p, size_t n, struct maro_err *err)
+{
+	unsigned major;
+	uint64_t count, i;
+	size_t pos, h;
+	unsigned seen = 0;
+
+	memset(m, 0, sizeof *m);
+	h = n ? head(p, n, &major, &count) : 0;
+	if (!h || major != 5)
+		return bad(err, 0, "item is not a map (a message is a CBOR map)");
+	pos = h;
+	for (i = 0; count == UINT64_MAX || i < count; i++) {
+		size_t kstart = pos, klen, vlen;
+		struct maro_str key = { NULL, 0 };
+		int k = NKEYS;
+
+		if (pos >= n)
+			return bad(err, pos, "truncated map");
+		if (count == UINT64_MAX && p[pos] == 0xff)
+			break;
+		klen = item_len(p + pos, n - pos);
+		if (!klen)
+			return bad(err, pos, "malformed map key");
+		if (text_value(p + pos, klen, &key) == 0)
+			for (k = 0; k < NKEYS; k++)
+				if (maro_str_eq(key, key_names[k]))
+					break;
+		pos += klen;
+		vlen = item_len(p + pos, n - pos);
+		if (!vlen)
+			return bad(err, pos, "malformed map value");
+		if (k < NKEYS) {
+			const uint8_t *v = p + pos;
+			int e;
+
+			if (seen & (1u << k))
+				return bad(err, kstart, "repeated key '%s'", key_names[k]);
+			seen |= 1u << k;
+			switch (k) {
+			case KEY_TAG: e = text_value(v, vlen, &m->tag); break;
+			case KEY_SOURCE: e = text_value(v, vlen, &m->source); break;
+			case KEY_DESTINATION: e = text_value(v, vlen, &m->destination); break;
+			case KEY_SESSION_ID: e = text_value(v, vlen, &m->session_id); break;
+			case KEY_MESSAGE_ID: e = text_value(v, vlen, &m->message_id); break;
+			case KEY_REPLY_TO: e = text_value(v, vlen, &m->reply_to); break;
+			case KEY_SESSION_TYPE:
+				e = enum_value(v, vlen, type_names, 3);
+				if (e > 0)
+					m->type = (enum maro_session_type)e;
+				break;
+			case KEY_SESSION_STAGE:
+				e = enum_value(v, vlen, stage_names, 4);
+				if (e > 0)
+					m->stage = (enum maro_stage)e;
+				break;
+			default:
+				m->payload.p = v;
+				m->payload.n = vlen;
+				e = 0;
+			}
+			if (e < 0) {
+				if (k == KEY_SESSION_TYPE)
+					return bad(err, pos, "'%s' must be \"task\" or \"notification\"", key_names[k]);
+				if (k == KEY_SESSION_STAGE)
+					return bad(err, pos, "'%s' must be \"request\", \"receive\" or \"complete\"", key_names[k]);
+				return bad(err, pos, "'%s' must be a UTF-8 text string", key_names[k]);
+			}
+		} else {
+			if (m->nextra == MARO_MSG_MAX_EXTRA)
+				return bad(err, kstart, "more than 32 unknown keys");
+			m->extra[m->nextra].p = p + kstart;
+			m->extra[m->nextra].n = klen + vlen;
+			m->nextra++;
+		}
+		pos += vlen;
+	}
+	if (!m->tag.p)
+		return bad(err, 0, "message has no 'tag'");
+	return 0;
+}
+
+static int
+put_text(struct maro_buf *b, int k, struct maro_str v)
+{
+	if (!v.p)
+		return 0;
+	if (maro_buf_cbor_text(b, key_names[k], strlen(key_names[k])) < 0)
+		return -1;
+	return maro_buf_cbor_text(b, v.p, v.n);
+}
+
+int
+maro_msg_encode(const struct maro_msg *m, struct maro_buf *out)
+{
+	size_t pairs = m->nextra;
+	size_t i;
+
+	pairs += !!m->tag.p + !!m->source.p + !!m->destination.p + !!m->session_id.p +
+	    !!m->message_id.p + !!m->reply_to.p + (m->type != MARO_SESSION_NONE) +
+	    (m->stage != MARO_STAGE_NONE) + !!m->payload.p;
+	if (maro_buf_cbor_head(out, 5, pairs) < 0 ||
+	    put_text(out, KEY_TAG, m->tag) < 0 ||
+	    put_text(out, KEY_SOURCE, m->source) < 0 ||
+	    put_text(out, KEY_DESTINATION, m->destination) < 0 ||
+	    put_text(out, KEY_SESSION_TYPE, maro_str_c(maro_session_type_name(m->type))) < 0 ||
+	    put_text(out, KEY_SESSION_STAGE, maro_str_c(maro_stage_name(m->stage))) < 0 ||
+	    put_text(out, KEY_SESSION_ID, m->session_id) < 0 ||
+	    put_text(out, KEY_MESSAGE_ID, m->message_id) < 0 ||
+	    put_text(out, KEY_REPLY_TO, m->reply_to) < 0)
+		return -1;
+	if (m->payload.p && (maro_buf_cbor_text(out, "payload", 7) < 0 ||
+	    maro_buf_append(out, m->payload.p, m->payload.n) < 0))
+		return -1;
+	for (i = 0; i < m->nextra; i++)
+		if (maro_buf_append(out, m->extra[i].p, m->extra[i].n) < 0)
+			return -1;
+	return 0;
+}
+
+/* Kernel randomness, fetched a page at a time: one syscall per 256 UUIDs. */
+static void
+random_bytes(uint8_t *out, size_t n)
+{
+	static __thread uint8_t pool[4096];
+	static __thread size_t avail;
+
+	while (n > 0) {
+		size_t k;
+
+		if (avail == 0) {
+			size_t got = 0;
+
+			while (got < sizeof pool) {
+				ssize_t r = getrandom(pool + got, sizeof pool - got, 0);
+
+				if (r < 0) {
+					if (errno == EINTR)
+						continue;
+					abort();	/* no kernel randomness: nothing sane to do */
+				}
+				got += (size_t)r;
+			}
+			avail = sizeof pool;
+		}
+		k = n < avail ? n : avail;
+		memcpy(out, pool + sizeof pool - avail, k);
+		/* used bytes are not kept around */
+		memset(pool + sizeof pool - avail, 0, k);
+		avail -= k;
+		out += k;
+		n -= k;
+	}
+}
+
+void
+maro_uuid(char out[MARO_UUID_LEN + 1])
+{
+	static const char hex[] = "0123456789abcdef";
+	uint8_t u[16];
+	size_t i, o = 0;
+
+	random_bytes(u, sizeof u);
+	u[6] = (u[6] & 0x0f) | 0x40;
+	u[8] = (u[8] & 0x3f) | 0x80;
+	for (i = 0; i < 16; i++) {
+		if (i == 4 || i == 6 || i == 8 || i == 10)
+			out[o++] = '-';
+		out[o++] = hex[u[i] >> 4];
+		out[o++] = hex[u[i] & 15];
+	}
+	out[o] = '\0';
+}
+
+void
+maro_msg_fill(struct maro_msg *m, const char *src, char ids[2][MARO_UUID_LEN + 1])
+{
+	if (!m->message_id.p) {
+		maro_uuid(ids[0]);
+		m->message_id.p = ids[0];
+		m->message_id.n = MARO_UUID_LEN;
+	}
+	if (!m->session_id.p) {
+		maro_uuid(ids[1]);
+		m->session_id.p = ids[1];
+		m->session_id.n = MARO_UUID_LEN;
+	}
+	if (m->type == MARO_SESSION_NONE)
+		m->type = MARO_SESSION_TASK;
+	if (m->stage == MARO_STAGE_NONE)
+		m->stage = MARO_STAGE_REQUEST;
+	if (!m->source.p && src)
+		m->source = maro_str_c(src);
+}
+
+void
+maro_msg_make_reply(struct maro_msg *m, const char *src, char id[MARO_UUID_LEN + 1])
+{
+	struct maro_str requester = m->source;
+
+	m->source = src ? maro_str_c(src) : m->destination;
+	m->destination = requester;
+	if (m->type == MARO_SESSION_NONE)
+		m->type = MARO_SESSION_TASK;
+	m->stage = m->type == MARO_SESSION_TASK ? MARO_STAGE_COMPLETE : MARO_STAGE_RECEIVE;
+	maro_uuid(id);
+	m->message_id.p = id;
+	m->message_id.n = MARO_UUID_LEN;
+}

@@ -1,0 +1,107 @@
+/*
+ * message: the maro message, one CBOR map with text keys (maro(7)).
+ *
+ *   tag            text, required
+ *   source         text
+ *   destination    text
+ *   payload        any CBOR item
+ *   session_id     text (UUID)
+ *   message_id     text (UUID), the de-duplication key
+ *   session_type   "task" | "notification"
+ *   session_stage  "request" | "receive" | "complete"
+ *   reply_to       text
+ *
+ * A decoded message holds views into the bytes it was decoded from: those
+ * bytes must outlive it.  Keys the schema does not know are kept, in order,
+ * and written again by the encoder.
+ */
+#ifndef MARO_MESSAGE_H
+#define MARO_MESSAGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "cborseq.h"
+
+/* A text view; p == NULL means absent, n == 0 with p != NULL means empty. */
+struct maro_str {
+	const char *p;
+	size_t n;
+};
+
+enum maro_session_type {
+	MARO_SESSION_NONE = 0,
+	MARO_SESSION_TASK,
+	MARO_SESSION_NOTIFICATION,
+};
+
+enum maro_stage {
+	MARO_STAGE_NONE = 0,
+	MARO_STAGE_REQUEST,
+	MARO_STAGE_RECEIVE,
+	MARO_STAGE_COMPLETE,
+};
+
+#define MARO_MSG_MAX_EXTRA 32
+
+struct maro_span {
+	const uint8_t *p;
+	size_t n;
+};
+
+struct maro_msg {
+	struct maro_str tag;
+	struct maro_str source;
+	struct maro_str destination;
+	struct maro_str session_id;
+	struct maro_str message_id;
+	struct maro_str reply_to;
+	enum maro_session_type type;
+	enum maro_stage stage;
+	struct maro_span payload;	/* the encoded item; p == NULL if absent */
+	size_t nextra;
+	struct maro_span extra[MARO_MSG_MAX_EXTRA];	/* unknown key and value, encoded */
+};
+
+#define MARO_UUID_LEN 36
+
+/*
+ * Decodes one complete, well-formed item (as the scanner delivered it).
+ * Returns 0, or -1 with err->offset (relative to p) and err->msg naming the
+ * problem: not a map, missing tag, a known key of the wrong type, a repeated
+ * key, too many unknown keys.
+ */
+int maro_msg_decode(struct maro_msg *m, const uint8_t *p, size_t n, struct maro_err *err);
+/* Appends the encoded message to out.  Key order: the table above, then unknown keys. */
+int maro_msg_encode(const struct maro_msg *m, struct maro_buf *out);
+
+/*
+ * Fills what a sender must: message_id (fresh UUID) if absent, session_id
+ * (fresh) if absent, session_type task, stage request, source if absent and
+ * src given.  ids is scratch space for the generated UUIDs: it must outlive m.
+ */
+void maro_msg_fill(struct maro_msg *m, const char *src, char ids[2][MARO_UUID_LEN + 1]);
+/*
+ * Turns a request into its reply, in place: keeps session_id, type and
+ * reply_to; destination becomes the request's source; source becomes src
+ * (or the request's destination if src is NULL); stage advances (task:
+ * request -> complete, notification: request -> receive); a fresh message_id.
+ * The payload is left as is: set m->payload afterwards.
+ */
+void maro_msg_make_reply(struct maro_msg *m, const char *src, char id[MARO_UUID_LEN + 1]);
+
+const char *maro_session_type_name(enum maro_session_type t);
+const char *maro_stage_name(enum maro_stage s);
+
+/* Writes a fresh random (version 4) UUID and its NUL.  Random bytes come from getrandom(2). */
+void maro_uuid(char out[MARO_UUID_LEN + 1]);
+
+/* str helpers */
+struct maro_str maro_str_c(const char *s);
+int maro_str_eq(struct maro_str a, const char *s);
+int maro_str_has_prefix(struct maro_str a, const char *prefix);
+/* A NUL-terminated copy, or NULL (ENOMEM); the caller frees it. */
+char *maro_str_dup(struct maro_str a);
+
+#endif

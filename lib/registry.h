@@ -1,0 +1,110 @@
+/*
+ * registry: who is live in a group, and where their inboxes are.
+ *
+ * Two backends behind this one interface, chosen by URL:
+ *   redis://[user:password@]host:port[/db]   many hosts (hiredis)
+ *   dir:PATH                                 one host, no server
+ * The default URL is dir:$XDG_RUNTIME_DIR/maro, or dir:/tmp/maro-$UID when
+ * XDG_RUNTIME_DIR is unset (maro_registry_default_url).
+ *
+ * An entry names one inbox.  It lives while its owner heartbeats: the owner
+ * calls maro_registry_heartbeat() about once a second and an entry whose
+ * heartbeat is older than the TTL (default 5 s) is gone for every reader.
+ * A name is held by one live owner; names starting with '~' are private
+ * inboxes (reply inboxes of blocking senders): lookups find them, listings
+ * and prefix matches skip them.
+ *
+ * Functions return 0 (or a count) on success and -1 on failure with errno
+ * set and a message for maro_registry_error(): ECONNREFUSED, EHOSTUNREACH,
+ * ETIMEDOUT, EACCES (authentication: the message never contains the
+ * password), EEXIST (name held), EPROTO (garbage in the backend).
+ */
+#ifndef MARO_REGISTRY_H
+#define MARO_REGISTRY_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define MARO_NAME_MAX 128
+#define MARO_ENDPOINT_MAX 256
+#define MARO_HOST_MAX 256
+#define MARO_INFO_MAX 256
+
+struct maro_entry {
+	char name[MARO_NAME_MAX + 1];
+	char type[MARO_NAME_MAX + 1];		/* name up to the first '.' or '_', unless set */
+	char endpoint[MARO_ENDPOINT_MAX + 1];	/* a ZeroMQ endpoint: tcp://... or ipc://... */
+	char host[MARO_HOST_MAX + 1];		/* filled by register: gethostname() */
+	pid_t pid;				/* filled by register */
+	int64_t started_ms;			/* filled by register: wall clock, ms since the epoch */
+	int64_t heartbeat_age_ms;		/* filled by lookup/list */
+	int ncpu;				/* filled by register/heartbeat */
+	double load1;				/* 1-minute load average, likewise */
+	uint64_t mem_used_kb;			/* host memory in use, likewise */
+	char info[MARO_INFO_MAX + 1];		/* free text set by the owner (e.g. pool counts) */
+};
+
+struct maro_registry_opts {
+	int64_t ttl_ms;		/* default 5000 */
+};
+
+struct maro_registry;
+
+/* The default URL (a static string). */
+const char *maro_registry_default_url(void);
+/*
+ * Connects (redis) or creates the group's directory (dir, mode 0700).
+ * url NULL means $MARO_REGISTRY or the default; the password may also come
+ * from $MARO_REDIS_PASSWORD.  On failure returns NULL with errno and, if
+ * errbuf is not NULL, a message (without the password) in errbuf.
+ */
+struct maro_registry *maro_registry_open(const char *url, const char *group,
+    const struct maro_registry_opts *opts, char *errbuf, size_t errlen);
+/* Removes every entry this handle registered, then disconnects. */
+void maro_registry_close(struct maro_registry *r);
+const char *maro_registry_error(const struct maro_registry *r);
+/* "redis" or "dir" */
+const char *maro_registry_kind(const struct maro_registry *r);
+/*
+ * For redis: the local address of the connection to the server, a good
+ * address to advertise (the one peers route to).  NULL for dir.
+ */
+const char *maro_registry_local_address(const struct maro_registry *r);
+
+/*
+ * Registers e->name (e->type, e->endpoint, e->info are the caller's; host,
+ * pid, start time and load are filled in).  If the name is held by another
+ * live owner: with takeover the entry is replaced (the old owner learns it
+ * at its next heartbeat), without it -1/EEXIST and *holder (if not NULL)
+ * describes the holder.  A handle may register several names.
+ */
+int maro_registry_register(struct maro_registry *r, const struct maro_entry *e,
+    int takeover, struct maro_entry *holder);
+/* Updates the free-text info of a registered name (shown by maro-peers). */
+int maro_registry_set_info(struct maro_registry *r, const char *name, const char *info);
+/*
+ * Refreshes every entry of this handle.  Reconnects after a lost connection
+ * and registers again entries the backend lost (a restarted Redis).  Returns
+ * 0; -1 when the backend is unreachable (try again later); or -1/EEXIST when
+ * a name was taken over by another owner (maro_registry_error names it).
+ */
+int maro_registry_heartbeat(struct maro_registry *r);
+/* Removes one entry of this handle at once. */
+int maro_registry_unregister(struct maro_registry *r, const char *name);
+/* 1 with *e when name is live, 0 when it is not, -1 on error. */
+int maro_registry_lookup(struct maro_registry *r, const char *name, struct maro_entry *e);
+/*
+ * The live, non-private entries whose name starts with prefix (NULL or ""
+ * for all), sorted by name, in a new array the caller frees.  Returns the
+ * count, or -1.
+ */
+ssize_t maro_registry_list(struct maro_registry *r, const char *prefix,
+    struct maro_entry **out);
+
+/* The type of a name: up to the first '.' or '_' (the whole name if none). */
+void maro_name_type(const char *name, char type[MARO_NAME_MAX + 1]);
+/* Names are 1..128 bytes of [A-Za-z0-9._-], or '~' then those (private). */
+int maro_name_valid(const char *name);
+
+#endif

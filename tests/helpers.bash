@@ -1,0 +1,87 @@
+# Shared by every suite: the tools on PATH, a private registry per test,
+# background processes that are bounded and killed by pid.
+
+bats_load_library bats-support
+bats_load_library bats-assert
+
+PATH="$MARO_BIN:$PATH"
+export MARO_TOP="${MARO_TOP:-$(cd "$BATS_TEST_DIRNAME/.." && pwd)}"
+
+# Every background process a test starts; teardown kills them by pid.
+BG_PIDS=()
+
+# bg SECONDS CMD...: run CMD in the background for at most SECONDS.
+# Sets BG_PID.  Output goes wherever the caller redirects it.
+bg() {
+	local limit=$1
+	shift
+	timeout -k 2 "$limit" "$@" &
+	BG_PID=$!
+	BG_PIDS+=("$BG_PID")
+}
+
+# wait_until SECONDS CMD...: poll CMD (every 20 ms) until it succeeds.
+wait_until() {
+	local limit=$1 deadline
+	shift
+	deadline=$((SECONDS + limit))
+	until "$@"; do
+		if [ "$SECONDS" -ge "$deadline" ]; then
+			echo "wait_until: timed out after ${limit}s: $*" >&2
+			return 1
+		fi
+		sleep 0.02
+	done
+}
+
+# wait_exit PID SECONDS: wait for a background pid to finish; its status in $status.
+wait_exit() {
+	local pid=$1 limit=${2:-30} deadline
+	deadline=$((SECONDS + limit))
+	while kill -0 "$pid" 2>/dev/null; do
+		if [ "$SECONDS" -ge "$deadline" ]; then
+			echo "wait_exit: $pid still running after ${limit}s" >&2
+			return 1
+		fi
+		sleep 0.02
+	done
+	status=0
+	wait "$pid" || status=$?
+}
+
+kill_bg() {
+	local pid
+	for pid in "${BG_PIDS[@]}"; do
+		kill -TERM "$pid" 2>/dev/null || :
+	done
+	for pid in "${BG_PIDS[@]}"; do
+		wait "$pid" 2>/dev/null || :
+	done
+	BG_PIDS=()
+}
+
+# A registry of the backend under test (MARO_TEST_BACKEND: dir, the
+# default, or redis with a server this suite started in setup_file).
+use_registry() {
+	export MARO_GROUP="t$BATS_SUITE_TEST_NUMBER-$$"
+	if [ "${MARO_TEST_BACKEND:-dir}" = redis ]; then
+		export MARO_REGISTRY="redis://127.0.0.1:$(cat "$BATS_FILE_TMPDIR/redis/redis.port")/0"
+	else
+		export MARO_REGISTRY="dir:$BATS_TEST_TMPDIR/registry"
+	fi
+}
+
+# In setup_file: start a redis-server for the suite when the backend wants one.
+redis_setup_file() {
+	if [ "${MARO_TEST_BACKEND:-dir}" = redis ]; then
+		sh "$MARO_TOP/scripts/test-redis" start "$BATS_FILE_TMPDIR/redis" >/dev/null
+	fi
+}
+
+redis_teardown_file() {
+	sh "$MARO_TOP/scripts/test-redis" stop "$BATS_FILE_TMPDIR/redis" 2>/dev/null || :
+}
+
+default_teardown() {
+	kill_bg
+}

@@ -1,0 +1,6 @@
+#include "unit.h"
+
+void
+test_convert(void)
+{
+}

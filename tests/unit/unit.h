@@ -1,0 +1,21 @@
+/* A minimal harness for the C unit tests: CHECK records, never aborts. */
+#ifndef MARO_UNIT_H
+#define MARO_UNIT_H
+
+#include <stdio.h>
+
+extern int unit_passed, unit_failed;
+
+#define CHECK(cond) do { \
+	if (cond) unit_passed++; \
+	else { unit_failed++; fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); } \
+} while (0)
+
+/* One function per module; main.c calls each. */
+void test_cborseq(void);
+void test_message(void);
+void test_cli(void);
+void test_convert(void);
+void test_registry(void);
+
+#endif
