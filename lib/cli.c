@@ -15,6 +15,8 @@
 #include <zmq.h>
 
 #include "cli.h"
+#include "expect.h"
+#include "registry.h"
 
 const char *maro_progname = "maro";
 int maro_verbose;
@@ -201,4 +203,73 @@ maro_cli_close_stdout(int status)
 		return status ? status : MARO_EXIT_SOFTWARE;
 	}
 	return status;
+}
+
+volatile sig_atomic_t maro_signal;
+
+static void
+on_signal(int sig)
+{
+	maro_signal = sig;
+}
+
+void
+maro_cli_catch_signals(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+int
+maro_signal_status(void)
+{
+	return maro_signal == SIGTERM ? MARO_EXIT_TERMINATED : MARO_EXIT_INTERRUPTED;
+}
+
+int
+maro_cli_expect_wait(struct maro_registry *r, struct maro_expect *e, size_t n, int64_t deadline)
+{
+	int tty = isatty(STDERR_FILENO), shown = 0;
+	size_t i;
+
+	for (;;) {
+		int rc = maro_expect_check(r, e, n);
+
+		if (rc < 0) {
+			maro_warn("%s", maro_registry_error(r));
+			return MARO_EXIT_UNAVAILABLE;
+		}
+		if (tty) {
+			char line[512];
+			size_t off = 0;
+
+			for (i = 0; i < n && off < sizeof line - 64; i++)
+				off += (size_t)snprintf(line + off, sizeof line - off, " %s %u/%u",
+				    e[i].type, e[i].have, e[i].n);
+			fprintf(stderr, "\r%s: waiting for peers:%s\033[K", maro_progname, line);
+			shown = 1;
+		}
+		if (rc == 1)
+			break;
+		if (maro_signal)
+			return maro_signal_status();
+		if (maro_now_us() >= deadline) {
+			if (shown)
+				fputc('\n', stderr);
+			for (i = 0; i < n; i++)
+				if (e[i].have < e[i].n)
+					maro_warn("timed out waiting for peers: %s %u of %u live",
+					    e[i].type, e[i].have, e[i].n);
+			return MARO_EXIT_TIMEOUT;
+		}
+		usleep(100000);	/* the registry poll interval */
+	}
+	if (shown)
+		fputc('\n', stderr);
+	return 0;
 }

@@ -8,8 +8,11 @@
 #ifndef MARO_CLI_H
 #define MARO_CLI_H
 
+#include <signal.h>
 #include <stdint.h>
 #include <stdnoreturn.h>
+
+#include "format.h"
 
 /* Exit status, for every tool. */
 enum {
@@ -22,13 +25,6 @@ enum {
 	MARO_EXIT_TIMEOUT = 124,
 	MARO_EXIT_INTERRUPTED = 130,
 	MARO_EXIT_TERMINATED = 143,
-};
-
-enum maro_format {
-	MARO_FORMAT_CBOR,
-	MARO_FORMAT_JSON,
-	MARO_FORMAT_DIAG,
-	MARO_FORMAT_PAYLOAD,
 };
 
 extern const char *maro_progname;
@@ -55,6 +51,27 @@ int64_t maro_cli_duration(const char *flag, const char *arg);
 /* A non-negative integer for a flag, or a usage error. */
 uint64_t maro_cli_count(const char *flag, const char *arg);
 enum maro_format maro_cli_format(const char *arg);
+
+/*
+ * SIGINT and SIGTERM set maro_signal (handlers installed without
+ * SA_RESTART, so a blocking call returns EINTR and the tool can leave the
+ * registry cleanly); maro_signal_status() is then 130 or 143.
+ */
+extern volatile sig_atomic_t maro_signal;
+void maro_cli_catch_signals(void);
+int maro_signal_status(void);
+
+/*
+ * Waits until every expectation holds (expect.h), polling the registry;
+ * progress on stderr when it is a terminal.  Returns 0, or the exit status
+ * to leave with: 124 at the deadline (what is missing said on stderr), 69
+ * when the registry fails, 130/143 on a signal.  deadline: monotonic us or
+ * INT64_MAX.
+ */
+struct maro_expect;
+struct maro_registry;
+int maro_cli_expect_wait(struct maro_registry *r, struct maro_expect *e, size_t n,
+    int64_t deadline);
 
 /* Monotonic clock in microseconds. */
 int64_t maro_now_us(void);

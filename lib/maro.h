@@ -3,9 +3,18 @@
 #define MARO_H
 
 #include "buf.h"
+#include "build.h"
 #include "cborseq.h"
 #include "cli.h"
 #include "convert.h"
+#include "expect.h"
+#include "format.h"
+#include "inbox.h"
 #include "message.h"
+#include "outbox.h"
+#include "registry.h"
+#include "session.h"
+#include "strset.h"
+#include "transport.h"
 
 #endif

@@ -49,10 +49,28 @@ wait_exit() {
 	wait "$pid" || status=$?
 }
 
+# child_pid PID NAME: the pid of PID's child (or grandchild) named NAME, once
+# it exists.  bg runs commands under timeout(1), and pipelines under sh.
+child_pid() {
+	local parent=$1 name=$2 pid i
+	for i in $(seq 250); do
+		pid=$(pgrep -P "$parent" -x "$name" | head -n 1)
+		[ -n "$pid" ] || pid=$(for c in $(pgrep -P "$parent"); do pgrep -P "$c" -x "$name"; done | head -n 1)
+		if [ -n "$pid" ]; then
+			echo "$pid"
+			return 0
+		fi
+		sleep 0.02
+	done
+	echo "child_pid: no $name under $parent" >&2
+	return 1
+}
+
+# timeout(1) leads a process group of its own: signal the whole group.
 kill_bg() {
 	local pid
 	for pid in "${BG_PIDS[@]}"; do
-		kill -TERM "$pid" 2>/dev/null || :
+		kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || :
 	done
 	for pid in "${BG_PIDS[@]}"; do
 		wait "$pid" 2>/dev/null || :

@@ -1,6 +1,112 @@
+#include <string.h>
+#include <unistd.h>
+
+#include "cborseq.h"
 #include "unit.h"
+
+static int
+scan_all(const void *p, size_t n, size_t *len, struct maro_err *err)
+{
+	struct maro_cbor_scan s;
+
+	maro_cbor_scan_init(&s, NULL);
+	return maro_cbor_scan(&s, p, n, len, err);
+}
+
+static void
+test_scan(void)
+{
+	struct maro_err err;
+	size_t len = 0;
+	static uint8_t deep[200000];
+
+	/* {"a": [1, 2]} then trailing bytes that belong to the next item */
+	CHECK(scan_all("\xa1\x61\x61\x82\x01\x02\x00", 7, &len, &err) == MARO_SCAN_DONE && len == 6);
+	/* a prefix asks for more */
+	CHECK(scan_all("\xa1\x61\x61\x82\x01", 5, &len, &err) == MARO_SCAN_MORE);
+	/* indefinite array, map and string */
+	CHECK(scan_all("\x9f\x01\xbf\x61\x61\x02\xff\x7f\x61\x61\xff\xff", 12, &len, &err) == MARO_SCAN_DONE && len == 12);
+	/* indefinite map with a key and no value */
+	CHECK(scan_all("\xbf\x01\xff", 3, &len, &err) == MARO_SCAN_ERROR && err.offset == 2);
+	/* a stray break */
+	CHECK(scan_all("\xff", 1, &len, &err) == MARO_SCAN_ERROR && err.offset == 0);
+	/* reserved additional information */
+	CHECK(scan_all("\x1c", 1, &len, &err) == MARO_SCAN_ERROR);
+	/* a byte string chunk inside an indefinite text string */
+	CHECK(scan_all("\x7f\x41\x61\xff", 4, &len, &err) == MARO_SCAN_ERROR && err.offset == 1);
+	/* a declared length of 2^60 */
+	CHECK(scan_all("\x5b\x10\x00\x00\x00\x00\x00\x00\x00", 9, &len, &err) == MARO_SCAN_ERROR &&
+	    strstr(err.msg, "limit"));
+	CHECK(scan_all("\x9b\x10\x00\x00\x00\x00\x00\x00\x00", 9, &len, &err) == MARO_SCAN_ERROR);
+	/* nesting 100000 deep: arrays and tags */
+	memset(deep, 0x81, 100000);
+	CHECK(scan_all(deep, 100000, &len, &err) == MARO_SCAN_ERROR && strstr(err.msg, "nesting") &&
+	    err.offset == MARO_CBOR_DEFAULT_MAX_DEPTH);
+	memset(deep, 0xc1, 100000);
+	CHECK(scan_all(deep, 100000, &len, &err) == MARO_SCAN_ERROR);
+	/* exactly at the depth limit is fine */
+	memset(deep, 0x81, MARO_CBOR_DEFAULT_MAX_DEPTH);
+	deep[MARO_CBOR_DEFAULT_MAX_DEPTH] = 0x01;
+	CHECK(scan_all(deep, MARO_CBOR_DEFAULT_MAX_DEPTH + 1, &len, &err) == MARO_SCAN_DONE);
+	/* check: trailing bytes, truncation */
+	CHECK(maro_cbor_check((const uint8_t *)"\x01\x02", 2, NULL, &err) < 0 && err.offset == 1);
+	CHECK(maro_cbor_check((const uint8_t *)"\x82\x01", 2, NULL, &err) < 0);
+	CHECK(maro_cbor_check((const uint8_t *)"\x82\x01\x02", 3, NULL, &err) == 0);
+}
+
+/* Resuming byte by byte gives the same answer as scanning at once. */
+static void
+test_resume(void)
+{
+	const uint8_t item[] = "\xa2\x63tag\x61x\x67payload\x9f\x01\x7f\x61\x61\x61\x62\xff\xff";
+	size_t n = sizeof item - 1, i, len = 0;
+	struct maro_cbor_scan s;
+	struct maro_err err;
+	int rc = MARO_SCAN_MORE;
+
+	maro_cbor_scan_init(&s, NULL);
+	for (i = 1; i <= n && rc == MARO_SCAN_MORE; i++)
+		rc = maro_cbor_scan(&s, item, i, &len, &err);
+	CHECK(rc == MARO_SCAN_DONE && len == n && i == n + 1);
+}
+
+static void
+test_reader(void)
+{
+	struct maro_reader r;
+	struct maro_err err;
+	const uint8_t *item;
+	size_t len;
+	uint64_t off;
+	int fds[2];
+
+	CHECK(pipe(fds) == 0);
+	maro_reader_init(&r, fds[0], NULL);
+	/* one item and half of the next: the first comes out before the rest arrives */
+	CHECK(write(fds[1], "\x01\x82\x01", 3) == 3);
+	CHECK(maro_reader_read(&r, &item, &len, &off, &err) == 1 && len == 1 && off == 0);
+	CHECK(maro_reader_next(&r, &item, &len, &off, &err) == 0);
+	CHECK(write(fds[1], "\x02", 1) == 1);
+	CHECK(maro_reader_read(&r, &item, &len, &off, &err) == 1 && len == 3 && off == 1);
+	/* truncated at end of input: error at the item's offset */
+	CHECK(write(fds[1], "\x83\x01", 2) == 2);
+	close(fds[1]);
+	CHECK(maro_reader_read(&r, &item, &len, &off, &err) == -1 && err.offset == 4);
+	maro_reader_free(&r);
+	close(fds[0]);
+
+	CHECK(pipe(fds) == 0);
+	maro_reader_init(&r, fds[0], NULL);
+	close(fds[1]);
+	CHECK(maro_reader_read(&r, &item, &len, &off, &err) == 0);
+	maro_reader_free(&r);
+	close(fds[0]);
+}
 
 void
 test_cborseq(void)
 {
+	test_scan();
+	test_resume();
+	test_reader();
 }

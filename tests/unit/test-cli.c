@@ -1,6 +1,22 @@
+#include "cli.h"
 #include "unit.h"
 
 void
 test_cli(void)
 {
+	int64_t us;
+
+	CHECK(maro_duration_parse("5", &us) == 0 && us == 5000000);
+	CHECK(maro_duration_parse("1.5s", &us) == 0 && us == 1500000);
+	CHECK(maro_duration_parse("250ms", &us) == 0 && us == 250000);
+	CHECK(maro_duration_parse("2m", &us) == 0 && us == 120000000);
+	CHECK(maro_duration_parse("1h", &us) == 0 && us == 3600000000LL);
+	CHECK(maro_duration_parse("0.5ms", &us) == 0 && us == 500);
+	CHECK(maro_duration_parse("", &us) < 0);
+	CHECK(maro_duration_parse("-1", &us) < 0);
+	CHECK(maro_duration_parse("1.", &us) < 0);
+	CHECK(maro_duration_parse(".5", &us) < 0);
+	CHECK(maro_duration_parse("5x", &us) < 0);
+	CHECK(maro_duration_parse("1e3", &us) < 0);
+	CHECK(maro_duration_parse("5 s", &us) < 0);
 }

@@ -17,5 +17,9 @@ void test_message(void);
 void test_cli(void);
 void test_convert(void);
 void test_registry(void);
+void test_event(void);
+
+/* Fixtures the bats suites run as "unit-tests NAME ARGS". */
+int fixture_hostile(const char *endpoint);
 
 #endif

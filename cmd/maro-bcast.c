@@ -1,0 +1,367 @@
+/*
+ * maro-bcast: one message, encoded once, to every live peer matching a
+ * prefix (or the whole group); collect one reply from each, every reply
+ * with its replier's name as source.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "build.h"
+#include "maro.h"
+#include "session.h"
+#include "strset.h"
+
+static void
+usage(void)
+{
+	printf("usage: %s [-P PREFIX] [-n NAME] [-g GROUP] [--registry URL] [-e TYPE=N]...\n"
+	    "          [--async] [-W DUR] [-f cbor|json|diag|payload] [-q] [-v] < message\n"
+	    "       %s -t TAG [-d DATA | --json JSON] [--task|--notification] [OPTIONS]\n"
+	    "       %s -h | -V\n", maro_progname, maro_progname, maro_progname);
+}
+
+enum { OPT_REGISTRY = 256, OPT_JSON, OPT_TASK, OPT_NOTIFICATION, OPT_ASYNC, OPT_ADVERTISE };
+
+static const struct option longopts[] = {
+	{ "prefix", required_argument, NULL, 'P' },
+	{ "name", required_argument, NULL, 'n' },
+	{ "group", required_argument, NULL, 'g' },
+	{ "registry", required_argument, NULL, OPT_REGISTRY },
+	{ "expect", required_argument, NULL, 'e' },
+	{ "tag", required_argument, NULL, 't' },
+	{ "data", required_argument, NULL, 'd' },
+	{ "json", required_argument, NULL, OPT_JSON },
+	{ "task", no_argument, NULL, OPT_TASK },
+	{ "notification", no_argument, NULL, OPT_NOTIFICATION },
+	{ "async", no_argument, NULL, OPT_ASYNC },
+	{ "timeout", required_argument, NULL, 'W' },
+	{ "format", required_argument, NULL, 'f' },
+	{ "advertise", required_argument, NULL, OPT_ADVERTISE },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+	{ NULL, 0, NULL, 0 },
+};
+
+struct bcast {
+	struct maro_ctx *c;
+	struct maro_outbox *ob;
+	struct maro_requester rq;
+	int async, quiet, blocking;
+	struct maro_strset waiting;	/* peer names still owing their reply */
+	struct maro_writer w;
+	struct maro_buf line;
+	enum maro_format fmt;
+	uint64_t delivered, replies, failed;
+	int out_error;
+	char session[128];
+};
+
+static void
+output(struct bcast *b, const uint8_t *p, size_t n)
+{
+	struct maro_err err;
+
+	b->line.len = 0;
+	if (maro_format_item(&b->line, b->fmt, p, n, &err) < 0) {
+		maro_warn("cannot print a message: %s", err.msg);
+		return;
+	}
+	if (maro_writer_put(&b->w, b->line.p, b->line.len) < 0)
+		b->out_error = errno;
+}
+
+static void
+on_ack(void *arg, const char *dest, const uint8_t *p, size_t n)
+{
+	struct bcast *b = arg;
+
+	(void)dest;
+	b->delivered++;
+	if (b->async)
+		output(b, p, n);
+}
+
+static void
+say_waiting(void *arg, const char *key, size_t len, unsigned count)
+{
+	struct bcast *b = arg;
+
+	(void)count;
+	if (!b->quiet)
+		maro_warn("no reply from '%.*s' in session %s", (int)len, key, b->session);
+}
+
+static void
+say_pending(void *arg, const char *dest, const uint8_t *p, size_t n)
+{
+	struct bcast *b = arg;
+
+	(void)p;
+	(void)n;
+	if (!b->quiet)
+		maro_warn("not delivered to '%s'", dest);
+}
+
+/* Peers that left before replying owe nothing more. */
+static void
+drop_departed(struct bcast *b)
+{
+	size_t i;
+
+	for (i = 0; i < b->waiting.cap; i++) {
+		struct maro_strset_slot *e = &b->waiting.slots[i];
+		struct maro_entry ent;
+
+		if (!e->key || !e->count)
+			continue;
+		if (maro_registry_lookup(b->c->reg, e->key, &ent) != 0)
+			continue;	/* live, or the registry did not answer */
+		if (!b->quiet)
+			maro_warn("'%s' left before replying", e->key);
+		maro_outbox_drop(b->ob, e->key);
+		maro_requester_forget(&b->rq, maro_str_c(b->session));
+		maro_strset_take(&b->waiting, e->key, e->len);
+		b->failed++;
+	}
+}
+
+int
+main(int argc, char **argv)
+{
+	struct maro_ctx_opts co = { 0 };
+	struct bcast b = { 0 };
+	struct maro_build mb = { 0 };
+	struct maro_expect *ex = NULL;
+	struct maro_entry *peers = NULL;
+	struct maro_buf in = { 0 }, enc = { 0 };
+	struct maro_msg m;
+	struct maro_err err;
+	const char *prefix = NULL, *name = getenv("MARO_NAME");
+	char errbuf[512], ids[2][MARO_UUID_LEN + 1], *data[1];
+	size_t nex = 0;
+	ssize_t npeers, i;
+	int64_t timeout = -1, deadline, next_check, now;
+	int ch, status = MARO_EXIT_OK;
+
+	maro_cli_init(argv[0]);
+	if (name && !*name)
+		name = NULL;
+	b.fmt = isatty(STDOUT_FILENO) ? MARO_FORMAT_JSON : MARO_FORMAT_CBOR;
+	while ((ch = getopt_long(argc, argv, "P:n:g:e:t:d:W:f:qvhV", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'P': prefix = optarg; break;
+		case 'n': name = optarg; break;
+		case 'g': co.group = optarg; break;
+		case OPT_REGISTRY: co.registry_url = optarg; break;
+		case 'e':
+			ex = realloc(ex, (nex + 1) * sizeof *ex);
+			if (!ex)
+				maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+			if (maro_expect_parse(optarg, &ex[nex++]) < 0)
+				maro_usage_error("invalid -e '%s' (use TYPE=N)", optarg);
+			break;
+		case 't': mb.tag = optarg; break;
+		case 'd':
+			if (mb.ndata)
+				maro_usage_error("maro-bcast sends one message: one -d at most");
+			data[0] = optarg;
+			mb.data = data;
+			mb.ndata = 1;
+			break;
+		case OPT_JSON: mb.json = optarg; break;
+		case OPT_TASK: mb.notification = 0; break;
+		case OPT_NOTIFICATION: mb.notification = 1; break;
+		case OPT_ASYNC: b.async = 1; break;
+		case 'W': timeout = maro_cli_duration("-W", optarg); break;
+		case 'f': b.fmt = maro_cli_format(optarg); break;
+		case OPT_ADVERTISE: co.advertise = optarg; break;
+		case 'q': b.quiet = 1; break;
+		case 'v': maro_verbose = 1; break;
+		case 'h': usage(); return 0;
+		case 'V': maro_print_version(); return 0;
+		default: maro_usage_error("invalid option");
+		}
+	}
+	if (optind < argc)
+		maro_usage_error("unexpected argument '%s'", argv[optind]);
+	if ((mb.ndata || mb.json) && !mb.tag)
+		maro_usage_error("-d and --json need -t TAG");
+	if (mb.ndata && mb.json)
+		maro_usage_error("-d and --json do not go together");
+	if (name && !maro_name_valid(name))
+		maro_usage_error("invalid name '%s'", name);
+	if (prefix && !maro_name_valid(prefix))
+		maro_usage_error("invalid prefix '%s'", prefix);
+	if (b.async && !name)
+		maro_usage_error("--async needs a name for the replies (-n NAME)");
+
+	/* the one message: from flags, or the one message on stdin */
+	if (mb.tag) {
+		mb.source = name;
+		if (maro_build_messages(&mb, &in, errbuf, sizeof errbuf) < 0)
+			maro_usage_error("%s", errbuf);
+	} else {
+		struct maro_reader r;
+		const uint8_t *p;
+		size_t n;
+		int rc;
+
+		maro_reader_init(&r, STDIN_FILENO, NULL);
+		rc = maro_reader_read(&r, &p, &n, NULL, &err);
+		if (rc == 1)
+			maro_buf_append(&in, p, n);
+		if (rc == 1 && (rc = maro_reader_read(&r, &p, &n, NULL, &err)) == 1) {
+			err.offset = n;
+			snprintf(err.msg, sizeof err.msg, "more than one message (maro-bcast sends one)");
+			rc = -1;
+		}
+		maro_reader_free(&r);
+		if (rc < 0)
+			maro_die(MARO_EXIT_DATAERR, "malformed input at byte offset %llu: %s",
+			    (unsigned long long)err.offset, err.msg[0] ? err.msg : strerror(errno));
+		if (!in.len)
+			maro_die(MARO_EXIT_DATAERR, "no message on standard input");
+	}
+	if (maro_msg_decode(&m, in.p, in.len, &err) < 0)
+		maro_die(MARO_EXIT_DATAERR, "malformed input at byte offset %llu: %s",
+		    (unsigned long long)err.offset, err.msg);
+
+	maro_cli_catch_signals();
+	b.c = maro_ctx_open(&co, errbuf, sizeof errbuf);
+	if (!b.c)
+		maro_die(errno == EINVAL ? MARO_EXIT_USAGE : MARO_EXIT_UNAVAILABLE, "%s", errbuf);
+	now = maro_now_us();
+	deadline = timeout >= 0 ? now + timeout : INT64_MAX;
+	if (nex && (status = maro_cli_expect_wait(b.c->reg, ex, nex, deadline)) != 0)
+		goto out;
+	npeers = maro_registry_list(b.c->reg, prefix, &peers);
+	if (npeers < 0)
+		maro_die(MARO_EXIT_UNAVAILABLE, "%s", maro_registry_error(b.c->reg));
+	if (npeers == 0) {
+		maro_warn("no live peer%s%s%s", prefix ? " matches '" : "", prefix ? prefix : "",
+		    prefix ? "'" : " in the group");
+		status = MARO_EXIT_UNAVAILABLE;
+		goto out;
+	}
+
+	maro_msg_fill(&m, name, ids);
+	b.blocking = !b.async && m.type == MARO_SESSION_TASK && m.stage == MARO_STAGE_REQUEST;
+	if (b.blocking && maro_requester_open(&b.rq, b.c, name, errbuf, sizeof errbuf) < 0)
+		maro_die(MARO_EXIT_UNAVAILABLE, "cannot open a reply inbox: %s", errbuf);
+	if (b.blocking)
+		m.reply_to = maro_str_c(b.rq.name);
+	else if (b.async && m.type == MARO_SESSION_TASK && !m.reply_to.p)
+		m.reply_to = maro_str_c(name);
+	m.destination = prefix ? maro_str_c(prefix) : (struct maro_str){ NULL, 0 };
+	snprintf(b.session, sizeof b.session, "%.*s", (int)m.session_id.n, m.session_id.p);
+	if (maro_msg_encode(&m, &enc) < 0)
+		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+
+	b.ob = maro_outbox_new(b.c, NULL, on_ack, &b);
+	if (!b.ob)
+		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+	maro_writer_init(&b.w, STDOUT_FILENO);
+	for (i = 0; i < npeers; i++) {
+		/* the same bytes to every peer: encoded once */
+		if (maro_outbox_put(b.ob, peers[i].name, enc.p, enc.len) < 0)
+			maro_die(MARO_EXIT_SOFTWARE, "cannot queue for '%s': %s", peers[i].name,
+			    strerror(errno));
+		if (b.blocking) {
+			maro_strset_add(&b.waiting, peers[i].name, strlen(peers[i].name));
+			maro_requester_expect(&b.rq, m.session_id, 1);
+		}
+	}
+	maro_info("sent to %zd peer%s", npeers, npeers == 1 ? "" : "s");
+	next_check = maro_now_us() + 500000;
+
+	for (;;) {
+		zmq_pollitem_t items[1100];
+		int nitems = 0;
+		int64_t wake;
+
+		maro_outbox_run(b.ob);
+		if (b.blocking) {
+			struct maro_delivery d;
+
+			while (maro_requester_next(&b.rq, &d) == 1) {
+				char src[MARO_NAME_MAX + 1];
+
+				snprintf(src, sizeof src, "%.*s", (int)d.msg.source.n,
+				    d.msg.source.p ? d.msg.source.p : "");
+				if (!maro_strset_take(&b.waiting, src, strlen(src))) {
+					/* a reply from nobody we asked: give its count back */
+					maro_requester_expect(&b.rq, d.msg.session_id, 1);
+					maro_info("ignoring a reply from '%s'", src);
+				} else {
+					output(&b, d.p, d.n);
+					b.replies++;
+				}
+				maro_inbox_done(b.rq.inbox, &d);
+			}
+		}
+		if (maro_writer_flush(&b.w) < 0 || b.out_error) {
+			status = MARO_EXIT_SOFTWARE;
+			goto out;
+		}
+		if (b.blocking)
+			maro_inbox_flush(b.rq.inbox);
+		if (maro_outbox_pending(b.ob) == 0 && (!b.blocking || b.waiting.used == 0))
+			break;
+		if (maro_signal) {
+			status = maro_signal_status();
+			break;
+		}
+		now = maro_now_us();
+		if (now >= deadline) {
+			status = MARO_EXIT_TIMEOUT;
+			break;
+		}
+		if (now >= next_check) {
+			if (b.blocking) {
+				maro_registry_heartbeat(b.c->reg);
+				drop_departed(&b);
+			}
+			next_check = now + 500000;
+		}
+		if (b.blocking)
+			items[nitems++] = (zmq_pollitem_t){ maro_inbox_pollable(b.rq.inbox), 0, ZMQ_POLLIN, 0 };
+		nitems += maro_outbox_pollitems(b.ob, items + nitems, 1024);
+		wake = maro_outbox_deadline(b.ob);
+		if (deadline < wake)
+			wake = deadline;
+		if (next_check < wake)
+			wake = next_check;
+		if (zmq_poll(items, nitems, wake <= now ? 0 : (long)((wake - now + 999) / 1000)) < 0 &&
+		    errno != EINTR)
+			maro_die(MARO_EXIT_SOFTWARE, "poll: %s", zmq_strerror(errno));
+	}
+	if (status == MARO_EXIT_OK && b.failed)
+		status = MARO_EXIT_INCOMPLETE;
+	if (status == MARO_EXIT_TIMEOUT || maro_signal) {
+		maro_outbox_foreach_pending(b.ob, say_pending, &b);
+		if (b.blocking)
+			maro_strset_foreach(&b.waiting, say_waiting, &b);
+		if (status == MARO_EXIT_TIMEOUT && (b.replies || (!b.blocking && b.delivered)))
+			status = MARO_EXIT_INCOMPLETE;
+	}
+	maro_info("%llu delivered, %llu replies", (unsigned long long)b.delivered,
+	    (unsigned long long)b.replies);
+out:
+	maro_outbox_free(b.ob);
+	maro_requester_close(&b.rq);
+	maro_ctx_close(b.c);
+	maro_writer_free(&b.w);
+	maro_buf_free(&b.line);
+	maro_strset_free(&b.waiting);
+	maro_buf_free(&in);
+	maro_buf_free(&enc);
+	free(peers);
+	free(ex);
+	return status;
+}

@@ -1,0 +1,740 @@
+/*
+ * maro-dist: MARO's @dist(proxy, handler_dict) as a tool.  Join under a
+ * name and, in a loop, run the handler whose event holds, with the messages
+ * that triggered it on its standard input; what the handler writes become
+ * replies to the triggering task sessions.
+ *
+ *   --on EVENT CMD     run CMD (sh -c) once per trigger
+ *   --co EVENT CMD     one long-lived CMD fed every trigger (the fast path)
+ *   --on EVENT --exit  leave the loop
+ *
+ * Triggering messages are acknowledged when their handler succeeded (a run
+ * exited 0; a coprocess answered them).  A failed run leaves them
+ * unacknowledged: their senders send them again, and the handler runs again.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "event.h"
+#include "maro.h"
+
+#define MAX_HANDLERS 32
+#define MAX_HELD 65536
+
+static void
+usage(void)
+{
+	printf("usage: %s -n NAME [-g GROUP] [--registry URL] [--type TYPE] [--takeover]\n"
+	    "          [--raw] (--on EVENT CMD | --co EVENT CMD | --on EVENT --exit)...\n"
+	    "          [-W DUR] [-q] [-v]\n"
+	    "       %s -h | -V\n", maro_progname, maro_progname);
+}
+
+enum { MODE_RUN, MODE_CO, MODE_EXIT };
+
+struct handler {
+	struct maro_event ev;
+	const char *text, *cmd;
+	int mode;
+	/* coprocess */
+	pid_t pid;
+	int in, out;		/* its stdin (we write), its stdout (we read) */
+	struct maro_buf wbuf;	/* bytes waiting for its stdin */
+	struct maro_reader rd;
+	struct maro_buf lines;	/* --raw: its output, up to a newline */
+	/* triggering task requests waiting for their reply, oldest first */
+	struct pending {
+		uint8_t *p;
+		size_t n;
+		uint32_t peer;
+		uint64_t seq;
+	} *wait;
+	size_t nwait, waitcap;
+};
+
+struct held {
+	uint8_t *p;
+	size_t n;
+	uint32_t peer;
+	uint64_t seq;
+	struct maro_msg msg;
+};
+
+struct dist {
+	struct maro_ctx *c;
+	struct maro_inbox *ib;
+	struct maro_outbox *ob;
+	const char *name, *group, *registry;
+	int raw, quiet;
+	struct handler h[MAX_HANDLERS];
+	int nh;
+	struct held *held;
+	size_t nheld, cap;
+	struct maro_strset ids;
+	unsigned live[MARO_EVENT_MAX_UNITS];
+	struct maro_buf enc;
+	uint64_t runs, failures;
+};
+
+static void *
+xrealloc(void *p, size_t n)
+{
+	p = realloc(p, n);
+	if (!p)
+		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+	return p;
+}
+
+static void
+env_for(struct dist *d, struct handler *h)
+{
+	char type[MARO_NAME_MAX + 1];
+
+	maro_name_type(d->name, type);
+	setenv("MARO_NAME", d->name, 1);
+	setenv("MARO_TYPE", type, 1);
+	setenv("MARO_GROUP", d->c->group, 1);
+	setenv("MARO_EVENT", h->text, 1);
+	if (d->registry)
+		setenv("MARO_REGISTRY", d->registry, 1);
+}
+
+/* fork + exec sh -c CMD with stdin from in_fd and stdout to out_fd */
+static pid_t
+spawn(struct dist *d, struct handler *h, int in_fd, int out_fd)
+{
+	pid_t pid = fork();
+
+	if (pid < 0)
+		maro_die(MARO_EXIT_SOFTWARE, "fork: %s", strerror(errno));
+	if (pid == 0) {
+		signal(SIGPIPE, SIG_DFL);
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		env_for(d, h);
+		if (dup2(in_fd, STDIN_FILENO) < 0 || dup2(out_fd, STDOUT_FILENO) < 0)
+			_exit(126);
+		execl("/bin/sh", "sh", "-c", h->cmd, (char *)NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
+/* What a handler reads: the messages as CBOR, or with --raw their payloads as lines. */
+static void
+handler_input(struct dist *d, struct maro_buf *out, const uint8_t *p, size_t n)
+{
+	struct maro_err err;
+
+	if (maro_format_item(out, d->raw ? MARO_FORMAT_PAYLOAD : MARO_FORMAT_CBOR, p, n, &err) < 0)
+		maro_warn("cannot pass a message to the handler: %s", err.msg);
+}
+
+/* Sends one message a handler wrote: a reply goes to its reply_to, else to its destination. */
+static void
+route(struct dist *d, const uint8_t *p, size_t n)
+{
+	struct maro_msg m;
+	struct maro_err err;
+	char ids[2][MARO_UUID_LEN + 1], dest[MARO_NAME_MAX + 1];
+	struct maro_str to;
+
+	if (maro_msg_decode(&m, p, n, &err) < 0) {
+		maro_warn("handler wrote a malformed message: %s", err.msg);
+		return;
+	}
+	maro_msg_fill(&m, d->name, ids);
+	to = m.stage != MARO_STAGE_REQUEST && m.reply_to.p ? m.reply_to : m.destination;
+	if (!to.p || to.n > MARO_NAME_MAX) {
+		maro_warn("handler wrote a message with no destination: dropped");
+		return;
+	}
+	snprintf(dest, sizeof dest, "%.*s", (int)to.n, to.p);
+	d->enc.len = 0;
+	if (maro_msg_encode(&m, &d->enc) < 0 || maro_outbox_put(d->ob, dest, d->enc.p, d->enc.len) < 0)
+		maro_warn("cannot send to '%s': %s", dest, strerror(errno));
+}
+
+/* The reply to request (p, n) with a payload line from a --raw handler. */
+static void
+route_raw(struct dist *d, const uint8_t *p, size_t n, const char *line, size_t len)
+{
+	struct maro_msg m;
+	struct maro_err err;
+	struct maro_buf payload = { 0 };
+	char id[MARO_UUID_LEN + 1];
+
+	if (maro_msg_decode(&m, p, n, &err) < 0)
+		return;
+	maro_msg_make_reply(&m, d->name, id);
+	maro_buf_cbor_text(&payload, line, len);
+	m.payload.p = payload.p;
+	m.payload.n = payload.len;
+	d->enc.len = 0;
+	if (maro_msg_encode(&m, &d->enc) == 0)
+		route(d, d->enc.p, d->enc.len);
+	maro_buf_free(&payload);
+}
+
+static int
+is_request(const struct maro_msg *m)
+{
+	return m->type != MARO_SESSION_NOTIFICATION && m->stage == MARO_STAGE_REQUEST;
+}
+
+static void
+ack(struct dist *d, uint32_t peer, uint64_t seq, const struct maro_msg *m)
+{
+	struct maro_delivery dl = { .peer = peer, .seq = seq, .msg = *m };
+
+	maro_inbox_done(d->ib, &dl);
+}
+
+/* Runs a per-trigger handler over the messages marked in take.  0 success, -1 failure. */
+static int
+run_once(struct dist *d, struct handler *h, const unsigned char *take)
+{
+	struct maro_buf in = { 0 }, out = { 0 };
+	int infd, pipefd[2], wstatus, rc = -1;
+	size_t i;
+	pid_t pid;
+	char path[] = "/tmp/maro-dist.XXXXXX";
+
+	for (i = 0; i < d->nheld; i++)
+		if (take[i])
+			handler_input(d, &in, d->held[i].p, d->held[i].n);
+	/* the input goes through an unlinked file: the handler may read it at leisure */
+	infd = mkstemp(path);
+	if (infd < 0 || pipe(pipefd) < 0)
+		maro_die(MARO_EXIT_SOFTWARE, "cannot set up a handler: %s", strerror(errno));
+	unlink(path);
+	if (write(infd, in.p, in.len) != (ssize_t)in.len || lseek(infd, 0, SEEK_SET) < 0)
+		maro_die(MARO_EXIT_SOFTWARE, "cannot set up a handler: %s", strerror(errno));
+	pid = spawn(d, h, infd, pipefd[1]);
+	close(infd);
+	close(pipefd[1]);
+	d->runs++;
+	/* read its output, heartbeating while it works */
+	for (;;) {
+		struct pollfd pfd = { pipefd[0], POLLIN, 0 };
+		ssize_t n;
+
+		if (poll(&pfd, 1, 1000) == 0) {
+			maro_registry_heartbeat(d->c->reg);
+			continue;
+		}
+		if (maro_buf_reserve(&out, 65536) < 0)
+			maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+		n = read(pipefd[0], out.p + out.len, 65536);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		out.len += (size_t)n;
+	}
+	close(pipefd[0]);
+	while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR)
+		;
+	if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0) {
+		d->failures++;
+		if (WIFEXITED(wstatus))
+			maro_warn("handler for '%s' exited %d: its messages stay unacknowledged",
+			    h->text, WEXITSTATUS(wstatus));
+		else
+			maro_warn("handler for '%s' killed by signal %d: its messages stay unacknowledged",
+			    h->text, WTERMSIG(wstatus));
+		goto out;
+	}
+	if (d->raw) {
+		const char *line = (const char *)out.p, *end = line + out.len;
+
+		for (i = 0; i < d->nheld; i++) {
+			const char *nl;
+
+			if (!take[i] || !is_request(&d->held[i].msg))
+				continue;
+			if (line >= end) {
+				maro_warn("handler for '%s' gave fewer lines than requests", h->text);
+				break;
+			}
+			nl = memchr(line, '\n', (size_t)(end - line));
+			if (!nl)
+				nl = end;
+			route_raw(d, d->held[i].p, d->held[i].n, line, (size_t)(nl - line));
+			line = nl + 1;
+		}
+	} else {
+		size_t off = 0, len;
+
+		while (off < out.len) {
+			struct maro_err err;
+
+			struct maro_cbor_scan sc;
+
+			maro_cbor_scan_init(&sc, &d->c->limits);
+			if (maro_cbor_scan(&sc, out.p + off, out.len - off, &len, &err) != MARO_SCAN_DONE) {
+				maro_warn("handler for '%s' wrote malformed CBOR at byte offset %zu: %s",
+				    h->text, off + (size_t)err.offset, err.msg[0] ? err.msg : "truncated");
+				break;
+			}
+			route(d, out.p + off, len);
+			off += len;
+		}
+	}
+	for (i = 0; i < d->nheld; i++)
+		if (take[i])
+			ack(d, d->held[i].peer, d->held[i].seq, &d->held[i].msg);
+	rc = 0;
+out:
+	maro_buf_free(&in);
+	maro_buf_free(&out);
+	return rc;
+}
+
+static void
+co_start(struct dist *d, struct handler *h)
+{
+	int to[2], from[2];
+
+	if (pipe2(to, O_CLOEXEC) < 0 || pipe2(from, O_CLOEXEC) < 0)
+		maro_die(MARO_EXIT_SOFTWARE, "pipe: %s", strerror(errno));
+	h->pid = spawn(d, h, to[0], from[1]);
+	close(to[0]);
+	close(from[1]);
+	h->in = to[1];
+	h->out = from[0];
+	fcntl(h->in, F_SETFL, O_NONBLOCK);
+	fcntl(h->out, F_SETFL, O_NONBLOCK);
+	maro_reader_init(&h->rd, h->out, &d->c->limits);
+}
+
+/* Hands triggering messages to a coprocess; requests wait for their replies. */
+static void
+co_feed(struct dist *d, struct handler *h, const unsigned char *take)
+{
+	size_t i;
+
+	for (i = 0; i < d->nheld; i++) {
+		struct held *m = &d->held[i];
+
+		if (!take[i])
+			continue;
+		handler_input(d, &h->wbuf, m->p, m->n);
+		if (!is_request(&m->msg)) {
+			ack(d, m->peer, m->seq, &m->msg);
+			continue;
+		}
+		if (h->nwait == h->waitcap) {
+			h->waitcap = h->waitcap ? h->waitcap * 2 : 64;
+			h->wait = xrealloc(h->wait, h->waitcap * sizeof *h->wait);
+		}
+		h->wait[h->nwait].p = m->p;
+		h->wait[h->nwait].n = m->n;
+		h->wait[h->nwait].peer = m->peer;
+		h->wait[h->nwait].seq = m->seq;
+		h->nwait++;
+		m->p = NULL;	/* now the pending list's */
+	}
+	d->runs++;
+}
+
+/* The reply for the oldest waiting request: acknowledge that request. */
+static void
+co_answered(struct dist *d, struct handler *h, size_t k)
+{
+	struct maro_msg m;
+	struct maro_err err;
+
+	if (maro_msg_decode(&m, h->wait[k].p, h->wait[k].n, &err) == 0)
+		ack(d, h->wait[k].peer, h->wait[k].seq, &m);
+	free(h->wait[k].p);
+	memmove(h->wait + k, h->wait + k + 1, (h->nwait - k - 1) * sizeof *h->wait);
+	h->nwait--;
+}
+
+/* Moves bytes between maro-dist and a coprocess.  -1 when the coprocess is gone. */
+static int
+co_pump(struct dist *d, struct handler *h)
+{
+	const uint8_t *p;
+	size_t n;
+	uint64_t off;
+	struct maro_err err;
+	ssize_t k;
+
+	while (h->wbuf.len) {
+		k = write(h->in, h->wbuf.p, h->wbuf.len);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0 && errno == EAGAIN)
+			break;
+		if (k < 0)
+			return -1;
+		memmove(h->wbuf.p, h->wbuf.p + k, h->wbuf.len - (size_t)k);
+		h->wbuf.len -= (size_t)k;
+	}
+	for (;;) {
+		k = maro_reader_fill(&h->rd);
+		if (k < 0 && (errno == EAGAIN || errno == EINTR))
+			break;
+		if (k < 0 || (k == 0 && h->rd.eof && !maro_reader_pending(&h->rd)))
+			return -1;
+		if (k == 0)
+			break;
+	}
+	if (d->raw) {
+		/* lines: each answers the oldest waiting request */
+		while (h->rd.buf.len > h->rd.start) {
+			const char *s = (const char *)h->rd.buf.p + h->rd.start;
+			const char *nl = memchr(s, '\n', h->rd.buf.len - h->rd.start);
+
+			if (!nl)
+				break;
+			if (h->nwait) {
+				route_raw(d, h->wait[0].p, h->wait[0].n, s, (size_t)(nl - s));
+				co_answered(d, h, 0);
+			} else {
+				maro_warn("coprocess for '%s' wrote a line no request waits for", h->text);
+			}
+			h->rd.start += (size_t)(nl - s) + 1;
+		}
+		return h->rd.eof ? -1 : 0;
+	}
+	while (maro_reader_next(&h->rd, &p, &n, &off, &err) == 1) {
+		struct maro_msg m;
+		size_t i;
+
+		route(d, p, n);
+		if (maro_msg_decode(&m, p, n, &err) < 0 || !m.session_id.p)
+			continue;
+		for (i = 0; i < h->nwait; i++) {
+			struct maro_msg w;
+
+			if (maro_msg_decode(&w, h->wait[i].p, h->wait[i].n, &err) == 0 &&
+			    w.session_id.n == m.session_id.n &&
+			    !memcmp(w.session_id.p, m.session_id.p, m.session_id.n)) {
+				co_answered(d, h, i);
+				break;
+			}
+		}
+	}
+	return 0;
+}
+
+static void
+hold(struct dist *d, const struct maro_delivery *dl)
+{
+	struct held *h;
+	struct maro_err err;
+	uint64_t at;
+
+	if (dl->msg.message_id.p && maro_strset_get(&d->ids, dl->msg.message_id.p, dl->msg.message_id.n, &at)) {
+		if (at < d->nheld) {
+			d->held[at].peer = dl->peer;
+			d->held[at].seq = dl->seq;
+		}
+		return;
+	}
+	if (d->nheld == d->cap) {
+		d->cap = d->cap ? d->cap * 2 : 256;
+		d->held = xrealloc(d->held, d->cap * sizeof *d->held);
+	}
+	h = &d->held[d->nheld];
+	h->p = xrealloc(NULL, dl->n);
+	memcpy(h->p, dl->p, dl->n);
+	h->n = dl->n;
+	h->peer = dl->peer;
+	h->seq = dl->seq;
+	maro_msg_decode(&h->msg, h->p, h->n, &err);
+	if (h->msg.message_id.p &&
+	    maro_strset_put(&d->ids, h->msg.message_id.p, h->msg.message_id.n, d->nheld) < 0)
+		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+	d->nheld++;
+}
+
+/* Drops the messages marked in take from the held list (they were handled, or failed). */
+static void
+release(struct dist *d, const unsigned char *take)
+{
+	size_t i, k = 0;
+
+	maro_strset_free(&d->ids);
+	for (i = 0; i < d->nheld; i++) {
+		if (take[i]) {
+			free(d->held[i].p);
+			continue;
+		}
+		d->held[k] = d->held[i];
+		if (d->held[k].msg.message_id.p)
+			maro_strset_put(&d->ids, d->held[k].msg.message_id.p, d->held[k].msg.message_id.n, k);
+		k++;
+	}
+	d->nheld = k;
+}
+
+static void
+count_live(struct dist *d, struct handler *h)
+{
+	struct maro_entry *v;
+	ssize_t k, i;
+	int u;
+
+	k = maro_registry_list(d->c->reg, NULL, &v);
+	if (k < 0)
+		return;
+	for (u = 0; u < h->ev.nunits; u++) {
+		d->live[u] = 0;
+		for (i = 0; i < k; i++)
+			if (!strncmp(v[i].name, h->ev.units[u].source, strlen(h->ev.units[u].source)))
+				d->live[u]++;
+	}
+	free(v);
+}
+
+/* Tries every handler in order; runs the first whose event holds.  1 when the loop must end. */
+static int
+dispatch(struct dist *d, int *ran)
+{
+	int i;
+
+	*ran = 0;
+	for (i = 0; i < d->nh; i++) {
+		struct handler *h = &d->h[i];
+		struct maro_event_msg *view = xrealloc(NULL, (d->nheld + 1) * sizeof *view);
+		unsigned char *take = xrealloc(NULL, d->nheld + 1);
+		size_t j;
+		int ok, stop = 0;
+
+		for (j = 0; j < d->nheld; j++) {
+			view[j].source = d->held[j].msg.source;
+			view[j].tag = d->held[j].msg.tag;
+		}
+		count_live(d, h);
+		ok = maro_event_match(&h->ev, view, d->nheld, d->live, take, NULL, NULL);
+		if (ok) {
+			*ran = 1;
+			if (h->mode == MODE_EXIT) {
+				for (j = 0; j < d->nheld; j++)
+					if (take[j])
+						ack(d, d->held[j].peer, d->held[j].seq, &d->held[j].msg);
+				stop = 1;
+			} else if (h->mode == MODE_CO) {
+				co_feed(d, h, take);
+			} else {
+				run_once(d, h, take);
+			}
+			release(d, take);
+		}
+		free(view);
+		free(take);
+		if (ok)
+			return stop;
+	}
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "name", required_argument, NULL, 'n' },
+		{ "group", required_argument, NULL, 'g' },
+		{ "registry", required_argument, NULL, 'R' },
+		{ "type", required_argument, NULL, 'T' },
+		{ "takeover", no_argument, NULL, 'K' },
+		{ "on", required_argument, NULL, 'o' },
+		{ "co", required_argument, NULL, 'c' },
+		{ "exit", no_argument, NULL, 'x' },
+		{ "raw", no_argument, NULL, 'r' },
+		{ "timeout", required_argument, NULL, 'W' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct maro_ctx_opts co = { 0 };
+	struct dist d = { 0 };
+	struct maro_entry holder;
+	const char *type = NULL;
+	char errbuf[512];
+	int64_t timeout = -1, deadline, next_hb, now;
+	int ch, takeover = 0, status = MARO_EXIT_OK, stop = 0, i, col;
+
+	maro_cli_init(argv[0]);
+	d.name = getenv("MARO_NAME");
+	/* "+": options stop at the first non-option, which is a handler's command */
+	while ((ch = getopt_long(argc, argv, "+n:g:W:qvhV", longopts, NULL)) != -1) {
+		struct handler *h = &d.h[d.nh];
+
+		switch (ch) {
+		case 'n': d.name = optarg; break;
+		case 'g': co.group = optarg; break;
+		case 'R': co.registry_url = optarg; break;
+		case 'T': type = optarg; break;
+		case 'K': takeover = 1; break;
+		case 'o':
+		case 'c':
+			if (d.nh == MAX_HANDLERS)
+				maro_usage_error("at most %d handlers", MAX_HANDLERS);
+			memset(h, 0, sizeof *h);
+			h->text = optarg;
+			if (maro_event_parse(&h->ev, optarg, &col, errbuf, sizeof errbuf) < 0) {
+				maro_warn("invalid event at column %d: %s", col, errbuf);
+				fprintf(stderr, "  %s\n  %*s^\n", optarg, col - 1, "");
+				return MARO_EXIT_USAGE;
+			}
+			/* the command follows the event, unless it is --exit */
+			if (optind < argc && !strcmp(argv[optind], "--exit") && ch == 'o') {
+				h->mode = MODE_EXIT;
+				optind++;
+			} else if (optind < argc) {
+				h->cmd = argv[optind++];
+				h->mode = ch == 'c' ? MODE_CO : MODE_RUN;
+			} else {
+				maro_usage_error("%s '%s' needs a command", ch == 'c' ? "--co" : "--on", optarg);
+			}
+			h->in = h->out = -1;
+			d.nh++;
+			break;
+		case 'x': maro_usage_error("--exit goes after --on EVENT"); break;
+		case 'r': d.raw = 1; break;
+		case 'W': timeout = maro_cli_duration("-W", optarg); break;
+		case 'q': d.quiet = 1; break;
+		case 'v': maro_verbose = 1; break;
+		case 'h': usage(); return 0;
+		case 'V': maro_print_version(); return 0;
+		default: maro_usage_error("invalid option");
+		}
+	}
+	if (optind < argc)
+		maro_usage_error("unexpected argument '%s'", argv[optind]);
+	if (!d.nh)
+		maro_usage_error("no handler (--on EVENT CMD or --co EVENT CMD)");
+	if (!d.name || !*d.name)
+		maro_usage_error("a name is required (-n NAME or MARO_NAME)");
+	if (!maro_name_valid(d.name))
+		maro_usage_error("invalid name '%s'", d.name);
+	d.registry = co.registry_url ? co.registry_url : getenv("MARO_REGISTRY");
+
+	maro_cli_catch_signals();
+	d.c = maro_ctx_open(&co, errbuf, sizeof errbuf);
+	if (!d.c)
+		maro_die(errno == EINVAL ? MARO_EXIT_USAGE : MARO_EXIT_UNAVAILABLE, "%s", errbuf);
+	d.ib = maro_inbox_open(d.c, d.name, type, takeover, &holder, errbuf, sizeof errbuf);
+	if (!d.ib) {
+		if (errno == EEXIST)
+			maro_die(MARO_EXIT_UNAVAILABLE, "name '%s' is held by pid %ld on %s (use --takeover)",
+			    d.name, (long)holder.pid, holder.host);
+		maro_die(MARO_EXIT_UNAVAILABLE, "%s", errbuf);
+	}
+	d.ob = maro_outbox_new(d.c, NULL, NULL, &d);
+	if (!d.ob)
+		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+	for (i = 0; i < d.nh; i++)
+		if (d.h[i].mode == MODE_CO)
+			co_start(&d, &d.h[i]);
+	now = maro_now_us();
+	deadline = timeout >= 0 ? now + timeout : INT64_MAX;
+	next_hb = now + 1000000;
+
+	for (;;) {
+		zmq_pollitem_t items[1100];
+		int nitems = 0, ran;
+		struct maro_delivery dl;
+		int64_t wake;
+
+		while (d.nheld < MAX_HELD && maro_inbox_next(d.ib, &dl) == 1)
+			hold(&d, &dl);
+		if (!stop) {
+			do
+				stop = dispatch(&d, &ran);
+			while (ran && !stop);
+		}
+		for (i = 0; i < d.nh; i++)
+			if (d.h[i].mode == MODE_CO && d.h[i].pid > 0 && co_pump(&d, &d.h[i]) < 0) {
+				maro_warn("coprocess for '%s' ended", d.h[i].text);
+				status = MARO_EXIT_INCOMPLETE;
+				stop = 1;
+				d.h[i].pid = -d.h[i].pid;
+			}
+		maro_outbox_run(d.ob);
+		maro_inbox_flush(d.ib);
+		if (stop && maro_outbox_pending(d.ob) == 0)
+			break;
+		if (maro_signal) {
+			status = maro_signal_status();
+			break;
+		}
+		now = maro_now_us();
+		if (now >= deadline) {
+			status = stop ? MARO_EXIT_INCOMPLETE : MARO_EXIT_TIMEOUT;
+			break;
+		}
+		if (now >= next_hb) {
+			maro_registry_heartbeat(d.c->reg);
+			next_hb = now + 1000000;
+		}
+		if (!stop && d.nheld < MAX_HELD)
+			items[nitems++] = (zmq_pollitem_t){ maro_inbox_pollable(d.ib), 0, ZMQ_POLLIN, 0 };
+		for (i = 0; i < d.nh; i++)
+			if (d.h[i].mode == MODE_CO && d.h[i].pid > 0) {
+				items[nitems++] = (zmq_pollitem_t){ NULL, d.h[i].out, ZMQ_POLLIN, 0 };
+				if (d.h[i].wbuf.len)
+					items[nitems++] = (zmq_pollitem_t){ NULL, d.h[i].in, ZMQ_POLLOUT, 0 };
+			}
+		nitems += maro_outbox_pollitems(d.ob, items + nitems, 1024);
+		wake = maro_outbox_deadline(d.ob);
+		if (deadline < wake)
+			wake = deadline;
+		if (next_hb < wake)
+			wake = next_hb;
+		/* percentages move with membership: look again now and then */
+		if (now + 500000 < wake && d.nheld)
+			wake = now + 500000;
+		if (zmq_poll(items, nitems, wake <= now ? 0 : (long)((wake - now + 999) / 1000)) < 0 &&
+		    errno != EINTR)
+			maro_die(MARO_EXIT_SOFTWARE, "poll: %s", zmq_strerror(errno));
+	}
+	/* coprocesses: close their input, let them finish, reap them */
+	for (i = 0; i < d.nh; i++) {
+		struct handler *h = &d.h[i];
+
+		if (h->mode != MODE_CO)
+			continue;
+		if (h->in >= 0)
+			close(h->in);
+		if (h->pid > 0) {
+			kill(h->pid, SIGTERM);
+			waitpid(h->pid, NULL, 0);
+		} else if (h->pid < 0) {
+			waitpid(-h->pid, NULL, 0);
+		}
+		if (h->out >= 0)
+			close(h->out);
+		maro_reader_free(&h->rd);
+		maro_buf_free(&h->wbuf);
+		/* requests it never answered stay unacknowledged: their senders keep them */
+		while (h->nwait)
+			free(h->wait[--h->nwait].p);
+		free(h->wait);
+	}
+	maro_info("%llu triggers, %llu failed", (unsigned long long)d.runs, (unsigned long long)d.failures);
+	maro_inbox_close(d.ib);
+	maro_outbox_free(d.ob);
+	maro_ctx_close(d.c);
+	for (size_t j = 0; j < d.nheld; j++)
+		free(d.held[j].p);
+	free(d.held);
+	maro_strset_free(&d.ids);
+	maro_buf_free(&d.enc);
+	return status;
+}

@@ -1,0 +1,658 @@
+/*
+ * maro-scatter: distribute tasks over peers and collect their replies.
+ *
+ * With -P PREFIX it is a work queue: each live peer whose name starts with
+ * PREFIX holds at most --window unanswered tasks, so fast peers get more;
+ * a peer that dies (its registry entry goes) has its unanswered tasks given
+ * to the others, and a peer that joins starts receiving tasks.  Without -P
+ * every input message goes to its own destination (MARO's scatter of
+ * (destination, payload) pairs).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "maro.h"
+#include "session.h"
+#include "strset.h"
+
+static void
+usage(void)
+{
+	printf("usage: %s [-P PREFIX] [-n NAME] [-g GROUP] [--registry URL] [-e TYPE=N]...\n"
+	    "          [--window N] [--ordered] [--async] [-t TAG [--json-lines]]\n"
+	    "          [-W DUR] [-f cbor|json|diag|payload] [-q] [-v] < tasks\n"
+	    "       %s -h | -V\n", maro_progname, maro_progname);
+}
+
+enum {
+	OPT_REGISTRY = 256, OPT_WINDOW, OPT_ORDERED, OPT_ASYNC, OPT_JSON_LINES, OPT_ADVERTISE,
+	OPT_MAX_SIZE,
+};
+
+static const struct option longopts[] = {
+	{ "prefix", required_argument, NULL, 'P' },
+	{ "name", required_argument, NULL, 'n' },
+	{ "group", required_argument, NULL, 'g' },
+	{ "registry", required_argument, NULL, OPT_REGISTRY },
+	{ "expect", required_argument, NULL, 'e' },
+	{ "window", required_argument, NULL, OPT_WINDOW },
+	{ "ordered", no_argument, NULL, OPT_ORDERED },
+	{ "async", no_argument, NULL, OPT_ASYNC },
+	{ "tag", required_argument, NULL, 't' },
+	{ "json-lines", no_argument, NULL, OPT_JSON_LINES },
+	{ "timeout", required_argument, NULL, 'W' },
+	{ "format", required_argument, NULL, 'f' },
+	{ "advertise", required_argument, NULL, OPT_ADVERTISE },
+	{ "max-size", required_argument, NULL, OPT_MAX_SIZE },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+	{ NULL, 0, NULL, 0 },
+};
+
+#define NO_PEER ((size_t)-1)
+
+struct task {
+	uint8_t *msg;		/* the request as read, filled in; freed when answered */
+	size_t n;
+	char session[128];
+	size_t peer;		/* where it is in flight, or NO_PEER */
+	int done;
+	uint8_t *reply;		/* held for --ordered */
+	size_t reply_n;
+};
+
+struct peer {
+	char name[MARO_NAME_MAX + 1];
+	int live;
+	unsigned inflight;
+};
+
+struct scatter {
+	struct maro_ctx *c;
+	struct maro_outbox *ob;
+	struct maro_requester rq;
+	const char *name, *prefix, *tag;
+	unsigned window;
+	int ordered, async, json_lines, quiet, tty;
+	struct task **tasks;
+	size_t ntasks, cap, ndone, next_out;
+	struct maro_strset by_session;	/* session id -> task index */
+	size_t *requeue;		/* tasks whose peer died */
+	size_t nrequeue, requeue_cap;
+	struct peer *peers;
+	size_t npeers, rr;
+	struct maro_writer w;
+	struct maro_buf line, enc;
+	enum maro_format fmt;
+	uint64_t delivered;
+	int out_error;
+	int64_t started;
+};
+
+static void *
+xrealloc(void *p, size_t n)
+{
+	p = realloc(p, n);
+	if (!p)
+		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+	return p;
+}
+
+static void
+output(struct scatter *s, const uint8_t *p, size_t n)
+{
+	struct maro_err err;
+
+	s->line.len = 0;
+	if (maro_format_item(&s->line, s->fmt, p, n, &err) < 0) {
+		maro_warn("cannot print a message: %s", err.msg);
+		return;
+	}
+	if (maro_writer_put(&s->w, s->line.p, s->line.len) < 0)
+		s->out_error = errno;
+}
+
+static void
+on_ack(void *arg, const char *dest, const uint8_t *p, size_t n)
+{
+	struct scatter *s = arg;
+
+	(void)dest;
+	s->delivered++;
+	if (s->async)
+		output(s, p, n);
+}
+
+static size_t
+peer_find(struct scatter *s, const char *name, int add)
+{
+	size_t i;
+
+	for (i = 0; i < s->npeers; i++)
+		if (!strcmp(s->peers[i].name, name))
+			return i;
+	if (!add)
+		return NO_PEER;
+	s->peers = xrealloc(s->peers, (s->npeers + 1) * sizeof *s->peers);
+	memset(&s->peers[s->npeers], 0, sizeof s->peers[0]);
+	snprintf(s->peers[s->npeers].name, sizeof s->peers[0].name, "%s", name);
+	return s->npeers++;
+}
+
+/* A peer left: its unanswered tasks go back to the queue, the outbox forgets them. */
+static void
+peer_lost(struct scatter *s, size_t p)
+{
+	size_t i;
+
+	s->peers[p].live = 0;
+	maro_outbox_drop(s->ob, s->peers[p].name);
+	for (i = 0; i < s->ntasks; i++) {
+		struct task *t = s->tasks[i];
+
+		if (t->done || t->peer != p)
+			continue;
+		t->peer = NO_PEER;
+		if (s->nrequeue == s->requeue_cap) {
+			s->requeue_cap = s->requeue_cap ? s->requeue_cap * 2 : 64;
+			s->requeue = xrealloc(s->requeue, s->requeue_cap * sizeof *s->requeue);
+		}
+		s->requeue[s->nrequeue++] = i;
+	}
+	if (s->peers[p].inflight)
+		maro_warn("peer '%s' left with %u unanswered task%s: sending them elsewhere",
+		    s->peers[p].name, s->peers[p].inflight, s->peers[p].inflight == 1 ? "" : "s");
+	s->peers[p].inflight = 0;
+}
+
+/* Live membership, from the registry: joins get work, leaves give theirs back. */
+static int
+refresh_peers(struct scatter *s)
+{
+	struct maro_entry *v;
+	ssize_t k, i;
+	size_t p;
+
+	k = maro_registry_list(s->c->reg, s->prefix, &v);
+	if (k < 0)
+		return -1;	/* keep the peers we know until the registry answers */
+	for (p = 0; p < s->npeers; p++)
+		s->peers[p].live |= 2;	/* to be confirmed */
+	for (i = 0; i < k; i++) {
+		p = peer_find(s, v[i].name, 1);
+		if (!s->peers[p].live)
+			maro_info("peer '%s' joined", v[i].name);
+		s->peers[p].live = 1;
+	}
+	for (p = 0; p < s->npeers; p++)
+		if (s->peers[p].live & 2)
+			peer_lost(s, p);
+	free(v);
+	return 0;
+}
+
+/* The live peer with the fewest tasks in flight, below the window (round robin on ties). */
+static size_t
+pick_peer(struct scatter *s)
+{
+	size_t i, best = NO_PEER;
+
+	for (i = 0; i < s->npeers; i++) {
+		size_t p = (s->rr + i) % s->npeers;
+
+		if (s->peers[p].live && s->peers[p].inflight < s->window &&
+		    (best == NO_PEER || s->peers[p].inflight < s->peers[best].inflight))
+			best = p;
+	}
+	if (best != NO_PEER)
+		s->rr = best + 1;
+	return best;
+}
+
+/* Sends task i to peer p (or to its own destination when p is NO_PEER). */
+static int
+dispatch(struct scatter *s, size_t i, size_t p)
+{
+	struct task *t = s->tasks[i];
+	struct maro_msg m;
+	struct maro_err err;
+	char dest[MARO_NAME_MAX + 1];
+
+	if (maro_msg_decode(&m, t->msg, t->n, &err) < 0)
+		return -1;	/* we encoded it: cannot happen */
+	if (p != NO_PEER) {
+		m.destination = maro_str_c(s->peers[p].name);
+		snprintf(dest, sizeof dest, "%s", s->peers[p].name);
+	} else {
+		snprintf(dest, sizeof dest, "%.*s", (int)m.destination.n, m.destination.p);
+	}
+	s->enc.len = 0;
+	if (maro_msg_encode(&m, &s->enc) < 0)
+		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+	if (maro_outbox_put(s->ob, dest, s->enc.p, s->enc.len) < 0)
+		return -1;	/* EAGAIN: the window to dest is full */
+	t->peer = p;
+	if (p != NO_PEER)
+		s->peers[p].inflight++;
+	return 0;
+}
+
+/* Turns one input item (a message, or a payload line with -t) into a task. */
+static int
+add_task(struct scatter *s, const uint8_t *p, size_t n, struct maro_err *err)
+{
+	struct maro_buf payload = { 0 }, msg = { 0 };
+	struct maro_msg m;
+	char ids[2][MARO_UUID_LEN + 1];
+	struct task *t;
+	int rc = -1;
+
+	err->offset = 0;
+	if (s->tag) {
+		memset(&m, 0, sizeof m);
+		m.tag = maro_str_c(s->tag);
+		if (s->json_lines) {
+			json_error_t je;
+			json_t *v = json_loadb((const char *)p, n, JSON_DECODE_ANY, &je);
+
+			if (!v) {
+				snprintf(err->msg, sizeof err->msg, "invalid JSON: %s", je.text);
+				goto out;
+			}
+			rc = maro_json_to_cbor(v, &payload);
+			json_decref(v);
+			if (rc < 0)
+				maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+			rc = -1;
+		} else if (maro_buf_cbor_text(&payload, (const char *)p, n) < 0) {
+			maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+		}
+		m.payload.p = payload.p;
+		m.payload.n = payload.len;
+	} else if (maro_msg_decode(&m, p, n, err) < 0) {
+		goto out;
+	}
+	if (!s->prefix && !m.destination.p) {
+		snprintf(err->msg, sizeof err->msg, "message has no destination (or use -P PREFIX)");
+		goto out;
+	}
+	maro_msg_fill(&m, s->name, ids);
+	if (m.session_id.n >= sizeof t->session) {
+		snprintf(err->msg, sizeof err->msg, "session_id longer than %zu bytes",
+		    sizeof t->session - 1);
+		goto out;
+	}
+	m.type = MARO_SESSION_TASK;
+	m.stage = MARO_STAGE_REQUEST;
+	m.reply_to = maro_str_c(s->async ? s->name : s->rq.name);
+	t = calloc(1, sizeof *t);
+	if (!t || maro_msg_encode(&m, &msg) < 0)
+		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+	t->msg = msg.p;
+	t->n = msg.len;
+	t->peer = NO_PEER;
+	snprintf(t->session, sizeof t->session, "%.*s", (int)m.session_id.n, m.session_id.p);
+	if (s->ntasks == s->cap) {
+		s->cap = s->cap ? s->cap * 2 : 256;
+		s->tasks = xrealloc(s->tasks, s->cap * sizeof *s->tasks);
+	}
+	s->tasks[s->ntasks] = t;
+	if (!s->async && (maro_strset_put(&s->by_session, t->session, strlen(t->session), s->ntasks) < 0 ||
+	    maro_requester_expect(&s->rq, maro_str_c(t->session), 1) < 0))
+		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+	s->ntasks++;
+	rc = 0;
+out:
+	maro_buf_free(&payload);
+	return rc;
+}
+
+static void
+task_answered(struct scatter *s, struct maro_delivery *d)
+{
+	uint64_t i;
+	struct task *t;
+
+	if (!maro_strset_get(&s->by_session, d->msg.session_id.p, d->msg.session_id.n, &i))
+		return;
+	t = s->tasks[i];
+	if (t->done)
+		return;
+	t->done = 1;
+	s->ndone++;
+	if (t->peer != NO_PEER && s->peers[t->peer].inflight)
+		s->peers[t->peer].inflight--;
+	free(t->msg);
+	t->msg = NULL;
+	if (!s->ordered) {
+		output(s, d->p, d->n);
+		return;
+	}
+	t->reply = malloc(d->n);
+	if (!t->reply)
+		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+	memcpy(t->reply, d->p, d->n);
+	t->reply_n = d->n;
+	while (s->next_out < s->ntasks && s->tasks[s->next_out]->done) {
+		struct task *o = s->tasks[s->next_out++];
+
+		output(s, o->reply, o->reply_n);
+		free(o->reply);
+		o->reply = NULL;
+	}
+}
+
+static void
+progress(struct scatter *s, int final)
+{
+	double secs = (double)(maro_now_us() - s->started) / 1e6;
+
+	if (!s->tty || s->quiet)
+		return;
+	fprintf(stderr, "\r%s: %zu/%zu done, %.0f/s\033[K%s", maro_progname, s->ndone, s->ntasks,
+	    secs > 0 ? (double)s->ndone / secs : 0.0, final ? "\n" : "");
+}
+
+static void
+say_missing(struct scatter *s)
+{
+	size_t i, k = 0;
+
+	for (i = 0; i < s->ntasks; i++)
+		if (!s->tasks[i]->done && k++ < 40 && !s->quiet)
+			maro_warn("no reply in session %s", s->tasks[i]->session);
+}
+
+/* Next input item: a CBOR message, or with -t one line.  1, 0 (none yet / end), -1 error. */
+static int
+next_input(struct scatter *s, struct maro_reader *r, const uint8_t **p, size_t *n,
+    uint64_t *off, struct maro_err *err)
+{
+	const uint8_t *nl;
+
+	if (!s->tag)
+		return maro_reader_next(r, p, n, off, err);
+	for (;;) {
+		size_t avail = r->buf.len - r->start;
+
+		if (!avail)
+			return 0;
+		nl = memchr(r->buf.p + r->start, '\n', avail);
+		if (!nl && !r->eof)
+			return 0;
+		*p = r->buf.p + r->start;
+		*n = nl ? (size_t)(nl - *p) : avail;
+		*off = r->base + r->start;
+		r->start += *n + (nl != NULL);
+		if (*n)
+			return 1;
+	}
+}
+
+int
+main(int argc, char **argv)
+{
+	struct maro_ctx_opts co = { 0 };
+	struct scatter s = { 0 };
+	struct maro_expect *ex = NULL;
+	struct maro_reader r;
+	size_t nex = 0;
+	char errbuf[512], input_error[300] = "";
+	int64_t timeout = -1, deadline, next_hb, next_refresh, now;
+	int ch, status = MARO_EXIT_OK, input_done = 0, input_status = 0;
+
+	maro_cli_init(argv[0]);
+	memset(&r, 0, sizeof r);
+	s.name = getenv("MARO_NAME");
+	if (s.name && !*s.name)
+		s.name = NULL;
+	s.window = 1;
+	s.fmt = isatty(STDOUT_FILENO) ? MARO_FORMAT_JSON : MARO_FORMAT_CBOR;
+	while ((ch = getopt_long(argc, argv, "P:n:g:e:t:W:f:qvhV", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'P': s.prefix = optarg; break;
+		case 'n': s.name = optarg; break;
+		case 'g': co.group = optarg; break;
+		case OPT_REGISTRY: co.registry_url = optarg; break;
+		case 'e':
+			ex = xrealloc(ex, (nex + 1) * sizeof *ex);
+			if (maro_expect_parse(optarg, &ex[nex++]) < 0)
+				maro_usage_error("invalid -e '%s' (use TYPE=N)", optarg);
+			break;
+		case OPT_WINDOW:
+			s.window = (unsigned)maro_cli_count("--window", optarg);
+			if (s.window < 1 || s.window > 65536)
+				maro_usage_error("--window must be 1 to 65536");
+			break;
+		case OPT_ORDERED: s.ordered = 1; break;
+		case OPT_ASYNC: s.async = 1; break;
+		case 't': s.tag = optarg; break;
+		case OPT_JSON_LINES: s.json_lines = 1; break;
+		case 'W': timeout = maro_cli_duration("-W", optarg); break;
+		case 'f': s.fmt = maro_cli_format(optarg); break;
+		case OPT_ADVERTISE: co.advertise = optarg; break;
+		case OPT_MAX_SIZE: co.max_message = maro_cli_count("--max-size", optarg); break;
+		case 'q': s.quiet = 1; break;
+		case 'v': maro_verbose = 1; break;
+		case 'h': usage(); return 0;
+		case 'V': maro_print_version(); return 0;
+		default: maro_usage_error("invalid option");
+		}
+	}
+	if (optind < argc)
+		maro_usage_error("unexpected argument '%s'", argv[optind]);
+	if (s.json_lines && !s.tag)
+		maro_usage_error("--json-lines needs -t TAG");
+	if (s.async && s.ordered)
+		maro_usage_error("--async and --ordered do not go together");
+	if (s.async && !s.name)
+		maro_usage_error("--async needs a name for the replies (-n NAME)");
+	if (s.name && !maro_name_valid(s.name))
+		maro_usage_error("invalid name '%s'", s.name);
+	if (s.prefix && !maro_name_valid(s.prefix))
+		maro_usage_error("invalid prefix '%s'", s.prefix);
+	if (isatty(STDIN_FILENO))
+		maro_warn("reading %s from the terminal", s.tag ? "payload lines" : "CBOR messages");
+
+	maro_cli_catch_signals();
+	s.c = maro_ctx_open(&co, errbuf, sizeof errbuf);
+	if (!s.c)
+		maro_die(errno == EINVAL ? MARO_EXIT_USAGE : MARO_EXIT_UNAVAILABLE, "%s", errbuf);
+	s.tty = isatty(STDERR_FILENO);
+	now = maro_now_us();
+	deadline = timeout >= 0 ? now + timeout : INT64_MAX;
+	if (nex && (status = maro_cli_expect_wait(s.c->reg, ex, nex, deadline)) != 0)
+		goto out;
+	if (!s.async && maro_requester_open(&s.rq, s.c, s.name, errbuf, sizeof errbuf) < 0)
+		maro_die(MARO_EXIT_UNAVAILABLE, "cannot open a reply inbox: %s", errbuf);
+	s.ob = maro_outbox_new(s.c, NULL, on_ack, &s);
+	if (!s.ob)
+		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+	maro_writer_init(&s.w, STDOUT_FILENO);
+	maro_reader_init(&r, STDIN_FILENO, &s.c->limits);
+	s.started = maro_now_us();
+	next_hb = s.started + 1000000;
+	next_refresh = 0;
+
+	for (;;) {
+		zmq_pollitem_t items[1100];
+		int nitems = 0, stdin_at = -1;
+		int64_t wake;
+		long ms;
+		size_t p;
+
+		now = maro_now_us();
+		if (s.prefix && now >= next_refresh) {
+			refresh_peers(&s);
+			next_refresh = now + 250000;
+		}
+		/* give work: re-queued tasks first, then new input */
+		for (;;) {
+			const uint8_t *ip;
+			size_t n;
+			uint64_t off;
+			struct maro_err err;
+			int rc;
+
+			if (s.prefix) {
+				p = pick_peer(&s);
+				if (p == NO_PEER && !s.async)
+					break;
+				if (s.async && p == NO_PEER) {
+					/* --async: no window, just round robin over the live peers */
+					size_t i;
+
+					for (i = 0; i < s.npeers && !s.peers[(s.rr + i) % s.npeers].live; i++)
+						;
+					if (i == s.npeers)
+						break;
+					p = (s.rr + i) % s.npeers;
+					s.rr = p + 1;
+				}
+			} else {
+				p = NO_PEER;
+			}
+			if (s.nrequeue) {
+				if (dispatch(&s, s.requeue[0], p) < 0)
+					break;
+				memmove(s.requeue, s.requeue + 1, --s.nrequeue * sizeof *s.requeue);
+				continue;
+			}
+			if (input_done)
+				break;
+			rc = next_input(&s, &r, &ip, &n, &off, &err);
+			if (rc == 0) {
+				if (r.eof)
+					input_done = 1;
+				break;
+			}
+			if (rc < 0 || add_task(&s, ip, n, &err) < 0) {
+				if (rc >= 0)
+					err.offset += off;
+				snprintf(input_error, sizeof input_error,
+				    "malformed input at byte offset %llu: %s",
+				    (unsigned long long)err.offset, err.msg);
+				input_status = MARO_EXIT_DATAERR;
+				input_done = 1;
+				break;
+			}
+			if (dispatch(&s, s.ntasks - 1, p) < 0) {
+				/* the outbox is full for that peer: queue it first in line */
+				if (s.nrequeue == s.requeue_cap) {
+					s.requeue_cap = s.requeue_cap ? s.requeue_cap * 2 : 64;
+					s.requeue = xrealloc(s.requeue, s.requeue_cap * sizeof *s.requeue);
+				}
+				s.requeue[s.nrequeue++] = s.ntasks - 1;
+				break;
+			}
+		}
+		maro_outbox_run(s.ob);
+		if (s.rq.inbox) {
+			struct maro_delivery d;
+
+			while (maro_requester_next(&s.rq, &d) == 1) {
+				task_answered(&s, &d);
+				maro_inbox_done(s.rq.inbox, &d);
+			}
+		}
+		if (maro_writer_flush(&s.w) < 0 || s.out_error) {
+			status = MARO_EXIT_SOFTWARE;
+			if ((s.out_error ? s.out_error : errno) != EPIPE)
+				maro_warn("error writing standard output: %s", strerror(errno));
+			goto out;
+		}
+		if (s.rq.inbox)
+			maro_inbox_flush(s.rq.inbox);
+		progress(&s, 0);
+		if (input_done && !s.nrequeue &&
+		    (s.async ? maro_outbox_pending(s.ob) == 0 : s.ndone == s.ntasks))
+			break;
+		if (maro_signal) {
+			status = maro_signal_status();
+			break;
+		}
+		now = maro_now_us();
+		if (now >= deadline) {
+			status = MARO_EXIT_TIMEOUT;
+			break;
+		}
+		if (now >= next_hb) {
+			if (s.rq.inbox)
+				maro_registry_heartbeat(s.c->reg);
+			next_hb = now + 1000000;
+		}
+		if (!input_done && !s.nrequeue && (!s.prefix || s.async || pick_peer(&s) != NO_PEER)) {
+			stdin_at = nitems;
+			items[nitems++] = (zmq_pollitem_t){ NULL, STDIN_FILENO, ZMQ_POLLIN, 0 };
+		}
+		if (s.rq.inbox)
+			items[nitems++] = (zmq_pollitem_t){ maro_inbox_pollable(s.rq.inbox), 0, ZMQ_POLLIN, 0 };
+		nitems += maro_outbox_pollitems(s.ob, items + nitems, 1024);
+		wake = maro_outbox_deadline(s.ob);
+		if (deadline < wake)
+			wake = deadline;
+		if (next_hb < wake)
+			wake = next_hb;
+		if (s.prefix && next_refresh < wake)
+			wake = next_refresh;
+		ms = (long)((wake - now + 999) / 1000);
+		if (ms < 0)
+			ms = 0;
+		if (zmq_poll(items, nitems, ms) < 0 && errno != EINTR)
+			maro_die(MARO_EXIT_SOFTWARE, "poll: %s", zmq_strerror(errno));
+		if (stdin_at >= 0 && (items[stdin_at].revents & (ZMQ_POLLIN | ZMQ_POLLERR)) &&
+		    maro_reader_fill(&r) < 0 && errno != EINTR) {
+			snprintf(input_error, sizeof input_error, "error reading standard input: %s",
+			    strerror(errno));
+			input_status = MARO_EXIT_SOFTWARE;
+			input_done = 1;
+		}
+	}
+	progress(&s, 1);
+	if (status == MARO_EXIT_TIMEOUT || maro_signal) {
+		size_t missing = s.async ? maro_outbox_pending(s.ob) : s.ntasks - s.ndone;
+
+		if (!s.async)
+			say_missing(&s);
+		if (status == MARO_EXIT_TIMEOUT) {
+			if (!s.quiet)
+				maro_warn("timed out: %zu of %zu tasks %s", missing, s.ntasks,
+				    s.async ? "not delivered" : "unanswered");
+			if (missing && (s.ndone || s.delivered))
+				status = MARO_EXIT_INCOMPLETE;
+			else if (!missing)
+				status = MARO_EXIT_OK;
+		}
+	}
+	if (input_status && status == MARO_EXIT_OK)
+		status = input_status;
+	if (input_error[0])
+		maro_warn("%s", input_error);
+	maro_info("%zu tasks, %zu answered, %llu resent, %llu stray replies", s.ntasks, s.ndone,
+	    (unsigned long long)maro_outbox_resent(s.ob), (unsigned long long)s.rq.strays);
+out:
+	for (size_t i = 0; i < s.ntasks; i++) {
+		free(s.tasks[i]->msg);
+		free(s.tasks[i]->reply);
+		free(s.tasks[i]);
+	}
+	free(s.tasks);
+	free(s.requeue);
+	free(s.peers);
+	free(ex);
+	maro_strset_free(&s.by_session);
+	maro_buf_free(&s.line);
+	maro_buf_free(&s.enc);
+	maro_reader_free(&r);
+	maro_outbox_free(s.ob);
+	maro_requester_close(&s.rq);
+	maro_ctx_close(s.c);
+	maro_writer_free(&s.w);
+	return status;
+}

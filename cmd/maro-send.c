@@ -1,0 +1,525 @@
+/*
+ * maro-send: send messages read from stdin (or built from flags) to named
+ * peers, wait until every one is acknowledged and, for task requests, until
+ * their replies came back; write the replies to stdout.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "build.h"
+#include "expect.h"
+#include "maro.h"
+#include "session.h"
+
+static void
+usage(void)
+{
+	printf("usage: %s [-n NAME] [-g GROUP] [--registry URL] [-p PEER]... [-P PREFIX]\n"
+	    "          [-e TYPE=N]... [--async] [-W DUR] [-f cbor|json|diag|payload]\n"
+	    "          [--window N] [--advertise HOST] [--max-size BYTES] [-q] [-v] < messages\n"
+	    "       %s -t TAG [-d DATA]... [--json JSON] [--task|--notification] [OPTIONS]\n"
+	    "       %s -h | -V\n", maro_progname, maro_progname, maro_progname);
+}
+
+enum {
+	OPT_REGISTRY = 256, OPT_JSON, OPT_TASK, OPT_NOTIFICATION, OPT_ASYNC, OPT_WINDOW,
+	OPT_ADVERTISE, OPT_MAX_SIZE,
+};
+
+static const struct option longopts[] = {
+	{ "name", required_argument, NULL, 'n' },
+	{ "group", required_argument, NULL, 'g' },
+	{ "registry", required_argument, NULL, OPT_REGISTRY },
+	{ "peer", required_argument, NULL, 'p' },
+	{ "prefix", required_argument, NULL, 'P' },
+	{ "expect", required_argument, NULL, 'e' },
+	{ "tag", required_argument, NULL, 't' },
+	{ "data", required_argument, NULL, 'd' },
+	{ "json", required_argument, NULL, OPT_JSON },
+	{ "task", no_argument, NULL, OPT_TASK },
+	{ "notification", no_argument, NULL, OPT_NOTIFICATION },
+	{ "async", no_argument, NULL, OPT_ASYNC },
+	{ "timeout", required_argument, NULL, 'W' },
+	{ "format", required_argument, NULL, 'f' },
+	{ "window", required_argument, NULL, OPT_WINDOW },
+	{ "advertise", required_argument, NULL, OPT_ADVERTISE },
+	{ "max-size", required_argument, NULL, OPT_MAX_SIZE },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+	{ NULL, 0, NULL, 0 },
+};
+
+struct sender {
+	struct maro_ctx *c;
+	struct maro_outbox *ob;
+	struct maro_requester rq;	/* rq.inbox is NULL until a request needs it */
+	const char *name;
+	int async, quiet;
+	char **peers;
+	size_t npeers;
+	struct maro_writer w;
+	struct maro_buf line;
+	enum maro_format fmt;
+	/* encoded messages waiting for room in their destination's window */
+	struct maro_buf staged;
+	size_t staged_at;
+	struct maro_buf enc;
+	uint64_t delivered, failed, replies_got, reported;
+	int out_error;
+};
+
+static void
+push(char ***v, size_t *n, char *s)
+{
+	char **t = realloc(*v, (*n + 1) * sizeof *t);
+
+	if (!t)
+		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+	t[(*n)++] = s;
+	*v = t;
+}
+
+static void
+output(struct sender *s, const uint8_t *p, size_t n)
+{
+	struct maro_err err;
+
+	s->line.len = 0;
+	if (maro_format_item(&s->line, s->fmt, p, n, &err) < 0) {
+		maro_warn("cannot print a message: %s", err.msg);
+		return;
+	}
+	if (maro_writer_put(&s->w, s->line.p, s->line.len) < 0)
+		s->out_error = errno;
+}
+
+static void
+on_ack(void *arg, const char *dest, const uint8_t *p, size_t n)
+{
+	struct sender *s = arg;
+
+	(void)dest;
+	s->delivered++;
+	if (s->async)
+		output(s, p, n);
+}
+
+static void
+say_undelivered(struct sender *s, const char *dest, const uint8_t *p, size_t n, const char *why)
+{
+	struct maro_msg m;
+	struct maro_err err;
+
+	if (s->quiet || s->reported++ >= 20)
+		return;
+	if (maro_msg_decode(&m, p, n, &err) < 0 || !m.message_id.p)
+		m.message_id = maro_str_c("?");
+	maro_warn("not delivered to '%s': %.*s%s%s", dest, (int)m.message_id.n, m.message_id.p,
+	    why ? ": " : "", why ? why : "");
+}
+
+static void
+on_fail(void *arg, const char *dest, const uint8_t *p, size_t n, const char *why)
+{
+	struct sender *s = arg;
+	struct maro_msg m;
+	struct maro_err err;
+
+	s->failed++;
+	say_undelivered(s, dest, p, n, why);
+	/* a request that never arrived is owed no reply */
+	if (maro_msg_decode(&m, p, n, &err) == 0 && s->rq.inbox)
+		maro_requester_forget(&s->rq, m.session_id);
+}
+
+static void
+pending_one(void *arg, const char *dest, const uint8_t *p, size_t n)
+{
+	say_undelivered(arg, dest, p, n, NULL);
+}
+
+static void
+missing_one(void *arg, const char *key, size_t len, unsigned count)
+{
+	struct sender *s = arg;
+
+	if (!s->quiet && s->reported++ < 40)
+		maro_warn("no reply in session %.*s%s", (int)len, key, count > 1 ? " (several missing)" : "");
+}
+
+static void
+open_replies(struct sender *s)
+{
+	char errbuf[512];
+
+	if (maro_requester_open(&s->rq, s->c, s->name, errbuf, sizeof errbuf) < 0)
+		maro_die(MARO_EXIT_UNAVAILABLE, "cannot open a reply inbox: %s", errbuf);
+}
+
+/* Stages one copy for dest: [name NUL][u32 length][message]. */
+static void
+stage(struct sender *s, const char *dest, const uint8_t *p, size_t n)
+{
+	uint32_t len = (uint32_t)n;
+
+	if (maro_buf_append(&s->staged, dest, strlen(dest) + 1) < 0 ||
+	    maro_buf_append(&s->staged, &len, sizeof len) < 0 ||
+	    maro_buf_append(&s->staged, p, n) < 0)
+		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+}
+
+/* Puts staged copies into the outbox until a window is full.  1 when all went. */
+static int
+flush_staged(struct sender *s)
+{
+	while (s->staged_at < s->staged.len) {
+		const char *dest = (const char *)s->staged.p + s->staged_at;
+		size_t dl = strlen(dest) + 1;
+		uint32_t len;
+
+		memcpy(&len, s->staged.p + s->staged_at + dl, sizeof len);
+		if (maro_outbox_put(s->ob, dest, s->staged.p + s->staged_at + dl + sizeof len, len) < 0) {
+			if (errno == EAGAIN)
+				return 0;
+			maro_die(MARO_EXIT_SOFTWARE, "cannot queue a message for '%s': %s", dest,
+			    strerror(errno));
+		}
+		s->staged_at += dl + sizeof len + len;
+	}
+	s->staged.len = s->staged_at = 0;
+	return 1;
+}
+
+/* One input message: fill it in, route it, stage a copy per destination.  0, or -1 with err. */
+static int
+take(struct sender *s, const uint8_t *p, size_t n, struct maro_err *err)
+{
+	struct maro_msg m;
+	char ids[2][MARO_UUID_LEN + 1];
+	const char *one[1];
+	char route[MARO_NAME_MAX + 1];
+	const char *const *targets = (const char *const *)s->peers;
+	size_t ntargets = s->npeers, i;
+	int request;
+
+	if (maro_msg_decode(&m, p, n, err) < 0)
+		return -1;
+	maro_msg_fill(&m, s->name, ids);
+	request = m.type == MARO_SESSION_TASK && m.stage == MARO_STAGE_REQUEST;
+	if (request && !m.reply_to.p) {
+		if (!s->async) {
+			if (!s->rq.inbox)
+				open_replies(s);
+			m.reply_to = maro_str_c(s->rq.name);
+		} else if (s->name) {
+			m.reply_to = maro_str_c(s->name);
+		} else {
+			maro_usage_error("--async task requests need a name for their replies (-n NAME)");
+		}
+	}
+	if (!ntargets) {
+		struct maro_str to = !request && m.reply_to.p ? m.reply_to : m.destination;
+
+		if (!to.p || to.n > MARO_NAME_MAX) {
+			snprintf(err->msg, sizeof err->msg, "message has no destination (use -p PEER)");
+			err->offset = 0;
+			return -1;
+		}
+		memcpy(route, to.p, to.n);
+		route[to.n] = '\0';
+		if (!maro_name_valid(route)) {
+			snprintf(err->msg, sizeof err->msg, "invalid destination '%s'", route);
+			err->offset = 0;
+			return -1;
+		}
+		one[0] = route;
+		targets = one;
+		ntargets = 1;
+	}
+	for (i = 0; i < ntargets; i++) {
+		if (s->npeers)
+			m.destination = maro_str_c(targets[i]);
+		s->enc.len = 0;
+		if (maro_msg_encode(&m, &s->enc) < 0)
+			maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+		stage(s, targets[i], s->enc.p, s->enc.len);
+		if (request && !s->async && maro_str_eq(m.reply_to, s->rq.name) &&
+		    maro_requester_expect(&s->rq, m.session_id, 1) < 0)
+			maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+	}
+	return 0;
+}
+
+static void
+resolve_prefix(struct sender *s, const char *prefix)
+{
+	struct maro_entry *v;
+	ssize_t k, i;
+
+	k = maro_registry_list(s->c->reg, prefix, &v);
+	if (k < 0)
+		maro_die(MARO_EXIT_UNAVAILABLE, "%s", maro_registry_error(s->c->reg));
+	if (k == 0)
+		maro_die(MARO_EXIT_UNAVAILABLE, "no live peer matches '%s'", prefix);
+	for (i = 0; i < k; i++) {
+		char *name = strdup(v[i].name);
+
+		if (!name)
+			maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+		push(&s->peers, &s->npeers, name);
+	}
+	free(v);
+}
+
+/* Length of the next message built from flags (they are well-formed: we made them). */
+static size_t
+next_built(const uint8_t *p, size_t n)
+{
+	static struct maro_cbor_scan sc;
+	struct maro_err err;
+	size_t len = n;
+
+	maro_cbor_scan_init(&sc, NULL);
+	maro_cbor_scan(&sc, p, n, &len, &err);
+	return len;
+}
+
+static void
+drain_replies(struct sender *s)
+{
+	struct maro_delivery d;
+
+	while (maro_requester_next(&s->rq, &d) == 1) {
+		output(s, d.p, d.n);
+		if (s->out_error)
+			return;
+		maro_inbox_done(s->rq.inbox, &d);
+		s->replies_got++;
+	}
+}
+
+int
+main(int argc, char **argv)
+{
+	struct maro_ctx_opts co = { 0 };
+	struct sender s = { 0 };
+	struct maro_build b = { 0 };
+	struct maro_expect *ex = NULL;
+	struct maro_reader r;
+	struct maro_buf built = { 0 };
+	size_t nex = 0, built_at = 0;
+	const char *prefix = NULL;
+	char errbuf[512];
+	int64_t timeout = -1, deadline, next_hb, now;
+	int ch, status = MARO_EXIT_OK, input_done = 0, input_status = 0, from_flags = 0;
+	char input_error[300] = "";
+
+	maro_cli_init(argv[0]);
+	s.name = getenv("MARO_NAME");
+	if (s.name && !*s.name)
+		s.name = NULL;
+	s.fmt = isatty(STDOUT_FILENO) ? MARO_FORMAT_JSON : MARO_FORMAT_CBOR;
+	while ((ch = getopt_long(argc, argv, "n:g:p:P:e:t:d:W:f:qvhV", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'n': s.name = optarg; break;
+		case 'g': co.group = optarg; break;
+		case OPT_REGISTRY: co.registry_url = optarg; break;
+		case 'p': push(&s.peers, &s.npeers, optarg); break;
+		case 'P': prefix = optarg; break;
+		case 'e':
+			ex = realloc(ex, (nex + 1) * sizeof *ex);
+			if (!ex)
+				maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+			if (maro_expect_parse(optarg, &ex[nex++]) < 0)
+				maro_usage_error("invalid -e '%s' (use TYPE=N)", optarg);
+			break;
+		case 't': b.tag = optarg; from_flags = 1; break;
+		case 'd': push(&b.data, &b.ndata, optarg); break;
+		case OPT_JSON: b.json = optarg; break;
+		case OPT_TASK: b.notification = 0; break;
+		case OPT_NOTIFICATION: b.notification = 1; break;
+		case OPT_ASYNC: s.async = 1; break;
+		case 'W': timeout = maro_cli_duration("-W", optarg); break;
+		case 'f': s.fmt = maro_cli_format(optarg); break;
+		case OPT_WINDOW: co.window = maro_cli_count("--window", optarg); break;
+		case OPT_ADVERTISE: co.advertise = optarg; break;
+		case OPT_MAX_SIZE: co.max_message = maro_cli_count("--max-size", optarg); break;
+		case 'q': s.quiet = 1; break;
+		case 'v': maro_verbose = 1; break;
+		case 'h': usage(); return 0;
+		case 'V': maro_print_version(); return 0;
+		default: maro_usage_error("invalid option");
+		}
+	}
+	if (optind < argc)
+		maro_usage_error("unexpected argument '%s'", argv[optind]);
+	if ((b.ndata || b.json) && !b.tag)
+		maro_usage_error("-d and --json need -t TAG");
+	if (b.ndata && b.json)
+		maro_usage_error("-d and --json do not go together");
+	if (prefix && s.npeers)
+		maro_usage_error("-p and -P do not go together");
+	if (s.name && !maro_name_valid(s.name))
+		maro_usage_error("invalid name '%s'", s.name);
+	for (size_t i = 0; i < s.npeers; i++)
+		if (!maro_name_valid(s.peers[i]))
+			maro_usage_error("invalid peer name '%s'", s.peers[i]);
+	if (co.window == 0 && getenv("MARO_WINDOW"))
+		co.window = maro_cli_count("MARO_WINDOW", getenv("MARO_WINDOW"));
+	if (from_flags) {
+		b.source = s.name;
+		if (maro_build_messages(&b, &built, errbuf, sizeof errbuf) < 0)
+			maro_usage_error("%s", errbuf);
+	} else if (isatty(STDIN_FILENO)) {
+		maro_warn("reading CBOR messages from the terminal (build them with -t, or pipe maro-msg)");
+	}
+
+	maro_cli_catch_signals();
+	s.c = maro_ctx_open(&co, errbuf, sizeof errbuf);
+	if (!s.c)
+		maro_die(errno == EINVAL ? MARO_EXIT_USAGE : MARO_EXIT_UNAVAILABLE, "%s", errbuf);
+	now = maro_now_us();
+	deadline = timeout >= 0 ? now + timeout : INT64_MAX;
+	if (nex && (status = maro_cli_expect_wait(s.c->reg, ex, nex, deadline)) != 0)
+		goto out;
+	if (prefix)
+		resolve_prefix(&s, prefix);
+	s.ob = maro_outbox_new(s.c, on_fail, on_ack, &s);
+	if (!s.ob)
+		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+	maro_writer_init(&s.w, STDOUT_FILENO);
+	maro_reader_init(&r, STDIN_FILENO, &s.c->limits);
+	next_hb = maro_now_us() + 1000000;
+
+	for (;;) {
+		zmq_pollitem_t items[260];
+		int nitems = 0, stdin_at = -1;
+		int64_t wake;
+		long ms;
+
+		/* take input while every window has room */
+		while (!input_done && flush_staged(&s)) {
+			const uint8_t *p;
+			size_t n;
+			uint64_t off;
+			struct maro_err err;
+			int rc;
+
+			if (from_flags) {
+				if (built_at == built.len) {
+					input_done = 1;
+					break;
+				}
+				n = next_built(built.p + built_at, built.len - built_at);
+				p = built.p + built_at;
+				built_at += n;
+				off = 0;
+				rc = 1;
+			} else {
+				rc = maro_reader_next(&r, &p, &n, &off, &err);
+				if (rc == 0 && r.eof) {
+					input_done = 1;
+					break;
+				}
+				if (rc == 0)
+					break;
+			}
+			if (rc < 0 || take(&s, p, n, &err) < 0) {
+				if (rc >= 0)
+					err.offset += off;
+				snprintf(input_error, sizeof input_error,
+				    "malformed input at byte offset %llu: %s",
+				    (unsigned long long)err.offset, err.msg);
+				input_status = MARO_EXIT_DATAERR;
+				input_done = 1;
+				break;
+			}
+		}
+		maro_outbox_run(s.ob);
+		if (s.rq.inbox)
+			drain_replies(&s);
+		if (maro_writer_flush(&s.w) < 0 || s.out_error) {
+			if ((s.out_error ? s.out_error : errno) != EPIPE)
+				maro_warn("error writing standard output: %s", strerror(errno));
+			status = MARO_EXIT_SOFTWARE;
+			goto out;
+		}
+		if (s.rq.inbox)
+			maro_inbox_flush(s.rq.inbox);
+		if (input_done && s.staged.len == 0 && maro_outbox_pending(s.ob) == 0 &&
+		    maro_requester_owed(&s.rq) == 0)
+			break;
+		if (maro_signal) {
+			status = maro_signal_status();
+			break;
+		}
+		now = maro_now_us();
+		if (now >= deadline) {
+			status = MARO_EXIT_TIMEOUT;
+			break;
+		}
+		if (s.rq.inbox && now >= next_hb) {
+			maro_registry_heartbeat(s.c->reg);
+			next_hb = now + 1000000;
+		}
+		if (!input_done && !from_flags && s.staged.len == 0) {
+			stdin_at = nitems;
+			items[nitems++] = (zmq_pollitem_t){ NULL, STDIN_FILENO, ZMQ_POLLIN, 0 };
+		}
+		if (s.rq.inbox)
+			items[nitems++] = (zmq_pollitem_t){ maro_inbox_pollable(s.rq.inbox), 0, ZMQ_POLLIN, 0 };
+		nitems += maro_outbox_pollitems(s.ob, items + nitems, 256);
+		wake = maro_outbox_deadline(s.ob);
+		if (deadline < wake)
+			wake = deadline;
+		if (s.rq.inbox && next_hb < wake)
+			wake = next_hb;
+		ms = wake == INT64_MAX ? -1 : (long)((wake - now + 999) / 1000);
+		if (zmq_poll(items, nitems, ms) < 0 && errno != EINTR)
+			maro_die(MARO_EXIT_SOFTWARE, "poll: %s", zmq_strerror(errno));
+		if (stdin_at >= 0 && (items[stdin_at].revents & (ZMQ_POLLIN | ZMQ_POLLERR))) {
+			if (maro_reader_fill(&r) < 0 && errno != EAGAIN && errno != EINTR) {
+				snprintf(input_error, sizeof input_error, "error reading standard input: %s",
+				    strerror(errno));
+				input_status = MARO_EXIT_SOFTWARE;
+				input_done = 1;
+			}
+		}
+	}
+
+	if (status == MARO_EXIT_TIMEOUT || maro_signal || s.failed) {
+		size_t undelivered = maro_outbox_pending(s.ob) + s.failed;
+		size_t missing = maro_requester_owed(&s.rq);
+
+		maro_outbox_foreach_pending(s.ob, pending_one, &s);
+		maro_strset_foreach(&s.rq.owed, missing_one, &s);
+		if (!s.quiet && s.reported > 20)
+			maro_warn("%llu messages reported in all", (unsigned long long)s.reported);
+		if (status == MARO_EXIT_TIMEOUT && (undelivered || missing)) {
+			if (!s.quiet)
+				maro_warn("timed out: %zu not delivered, %zu replies missing", undelivered, missing);
+			if (s.delivered || s.replies_got)
+				status = MARO_EXIT_INCOMPLETE;
+		} else if (status == MARO_EXIT_OK) {
+			status = MARO_EXIT_INCOMPLETE;
+		}
+	}
+	if (input_status && status == MARO_EXIT_OK)
+		status = input_status;
+	if (input_error[0])
+		maro_warn("%s", input_error);
+	maro_info("%llu delivered, %llu resent, %llu replies", (unsigned long long)s.delivered,
+	    (unsigned long long)maro_outbox_resent(s.ob), (unsigned long long)s.replies_got);
+out:
+	maro_outbox_free(s.ob);
+	maro_requester_close(&s.rq);
+	maro_ctx_close(s.c);
+	maro_writer_free(&s.w);
+	return status;
+}

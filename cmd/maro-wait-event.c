@@ -1,0 +1,296 @@
+/*
+ * maro-wait-event: join under a name, wait until a conditional event holds,
+ * write the messages that satisfied it, exit 0.  Messages it did not
+ * consume stay unacknowledged: their senders keep them for the next
+ * receiver of the name.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "event.h"
+#include "maro.h"
+
+/* Messages held while the event does not hold yet; past this, reading pauses. */
+#define MAX_HELD 65536
+
+static void
+usage(void)
+{
+	printf("usage: %s [-n NAME] [-g GROUP] [--registry URL] [--type TYPE] [--takeover]\n"
+	    "          [-W DUR] [-f cbor|json|diag|payload] [-q] [-v] EVENT\n"
+	    "       %s -h | -V\n", maro_progname, maro_progname);
+}
+
+enum { OPT_REGISTRY = 256, OPT_TYPE, OPT_TAKEOVER, OPT_ADVERTISE };
+
+static const struct option longopts[] = {
+	{ "name", required_argument, NULL, 'n' },
+	{ "group", required_argument, NULL, 'g' },
+	{ "registry", required_argument, NULL, OPT_REGISTRY },
+	{ "type", required_argument, NULL, OPT_TYPE },
+	{ "takeover", no_argument, NULL, OPT_TAKEOVER },
+	{ "timeout", required_argument, NULL, 'W' },
+	{ "format", required_argument, NULL, 'f' },
+	{ "advertise", required_argument, NULL, OPT_ADVERTISE },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+	{ NULL, 0, NULL, 0 },
+};
+
+struct held {
+	uint8_t *p;
+	size_t n;
+	uint32_t peer;
+	uint64_t seq;
+	struct maro_msg msg;	/* views into p */
+};
+
+struct waiter {
+	struct maro_event ev;
+	struct held *held;
+	size_t nheld, cap;
+	struct maro_strset ids;		/* message ids held, so a resent copy is not held twice */
+	struct maro_event_msg *view;
+	unsigned char *take;
+	unsigned live[MARO_EVENT_MAX_UNITS];
+	unsigned have[MARO_EVENT_MAX_UNITS], need[MARO_EVENT_MAX_UNITS];
+};
+
+static void
+hold(struct waiter *w, const struct maro_delivery *d)
+{
+	struct held *h;
+	struct maro_err err;
+
+	uint64_t at;
+
+	/* a resent copy: acknowledge it, when the time comes, where it came from last */
+	if (d->msg.message_id.p && maro_strset_get(&w->ids, d->msg.message_id.p, d->msg.message_id.n, &at)) {
+		w->held[at].peer = d->peer;
+		w->held[at].seq = d->seq;
+		return;
+	}
+	if (w->nheld == w->cap) {
+		w->cap = w->cap ? w->cap * 2 : 256;
+		w->held = realloc(w->held, w->cap * sizeof *w->held);
+		w->view = realloc(w->view, w->cap * sizeof *w->view);
+		w->take = realloc(w->take, w->cap);
+		if (!w->held || !w->view || !w->take)
+			maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+	}
+	h = &w->held[w->nheld];
+	h->p = malloc(d->n);
+	if (!h->p)
+		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+	memcpy(h->p, d->p, d->n);
+	h->n = d->n;
+	h->peer = d->peer;
+	h->seq = d->seq;
+	maro_msg_decode(&h->msg, h->p, h->n, &err);
+	if (h->msg.message_id.p &&
+	    maro_strset_put(&w->ids, h->msg.message_id.p, h->msg.message_id.n, w->nheld) < 0)
+		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+	w->nheld++;
+}
+
+/* Live peers matching each unit's source, for percentages. */
+static int
+count_live(struct waiter *w, struct maro_registry *reg)
+{
+	struct maro_entry *v;
+	ssize_t k, i;
+	int u;
+
+	k = maro_registry_list(reg, NULL, &v);
+	if (k < 0)
+		return -1;
+	for (u = 0; u < w->ev.nunits; u++) {
+		w->live[u] = 0;
+		for (i = 0; i < k; i++)
+			if (!strncmp(v[i].name, w->ev.units[u].source, strlen(w->ev.units[u].source)))
+				w->live[u]++;
+	}
+	free(v);
+	return 0;
+}
+
+static int
+holds(struct waiter *w)
+{
+	size_t i;
+
+	for (i = 0; i < w->nheld; i++) {
+		w->view[i].source = w->held[i].msg.source;
+		w->view[i].tag = w->held[i].msg.tag;
+	}
+	return maro_event_match(&w->ev, w->view, w->nheld, w->live, w->take ? w->take : (unsigned char *)"",
+	    w->have, w->need);
+}
+
+static void
+say_progress(struct waiter *w, int final)
+{
+	char line[1024], unit[300];
+	size_t off = 0;
+	int u;
+
+	for (u = 0; u < w->ev.nunits && off < sizeof line - 320; u++) {
+		const struct maro_event_unit *eu = &w->ev.units[u];
+
+		snprintf(unit, sizeof unit, "%s:%s", eu->source[0] ? eu->source : "*",
+		    eu->tag[0] ? eu->tag : "*");
+		if (w->need[u])
+			off += (size_t)snprintf(line + off, sizeof line - off, "%s%s %u/%u", u ? ", " : "",
+			    unit, w->have[u], w->need[u]);
+		else
+			off += (size_t)snprintf(line + off, sizeof line - off, "%s%s %u/%u%% of no live peer",
+			    u ? ", " : "", unit, w->have[u], eu->amount);
+	}
+	if (final)
+		maro_warn("timed out; still missing: %s", line);
+	else
+		fprintf(stderr, "\r%s: %s\033[K", maro_progname, line);
+}
+
+int
+main(int argc, char **argv)
+{
+	struct maro_ctx_opts co = { 0 };
+	struct waiter w = { 0 };
+	struct maro_entry holder;
+	struct maro_writer out;
+	struct maro_buf line = { 0 };
+	struct maro_ctx *c;
+	struct maro_inbox *ib;
+	enum maro_format fmt = isatty(STDOUT_FILENO) ? MARO_FORMAT_JSON : MARO_FORMAT_CBOR;
+	const char *name = getenv("MARO_NAME"), *type = NULL;
+	char errbuf[512];
+	int64_t timeout = -1, deadline, next_hb, next_live, now;
+	int ch, quiet = 0, takeover = 0, col, status = MARO_EXIT_OK, tty, done = 0;
+	size_t i;
+
+	maro_cli_init(argv[0]);
+	while ((ch = getopt_long(argc, argv, "n:g:W:f:qvhV", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'n': name = optarg; break;
+		case 'g': co.group = optarg; break;
+		case OPT_REGISTRY: co.registry_url = optarg; break;
+		case OPT_TYPE: type = optarg; break;
+		case OPT_TAKEOVER: takeover = 1; break;
+		case 'W': timeout = maro_cli_duration("-W", optarg); break;
+		case 'f': fmt = maro_cli_format(optarg); break;
+		case OPT_ADVERTISE: co.advertise = optarg; break;
+		case 'q': quiet = 1; break;
+		case 'v': maro_verbose = 1; break;
+		case 'h': usage(); return 0;
+		case 'V': maro_print_version(); return 0;
+		default: maro_usage_error("invalid option");
+		}
+	}
+	if (optind != argc - 1)
+		maro_usage_error(optind == argc ? "an EVENT is required" : "one EVENT only (quote it)");
+	if (maro_event_parse(&w.ev, argv[optind], &col, errbuf, sizeof errbuf) < 0) {
+		maro_warn("invalid event at column %d: %s", col, errbuf);
+		fprintf(stderr, "  %s\n  %*s^\n", argv[optind], col - 1, "");
+		return MARO_EXIT_USAGE;
+	}
+	if (!name || !*name)
+		maro_usage_error("a name is required (-n NAME or MARO_NAME)");
+	if (!maro_name_valid(name))
+		maro_usage_error("invalid name '%s'", name);
+
+	maro_cli_catch_signals();
+	c = maro_ctx_open(&co, errbuf, sizeof errbuf);
+	if (!c)
+		maro_die(errno == EINVAL ? MARO_EXIT_USAGE : MARO_EXIT_UNAVAILABLE, "%s", errbuf);
+	ib = maro_inbox_open(c, name, type, takeover, &holder, errbuf, sizeof errbuf);
+	if (!ib) {
+		if (errno == EEXIST)
+			maro_die(MARO_EXIT_UNAVAILABLE, "name '%s' is held by pid %ld on %s (use --takeover)",
+			    name, (long)holder.pid, holder.host);
+		maro_die(MARO_EXIT_UNAVAILABLE, "%s", errbuf);
+	}
+	maro_writer_init(&out, STDOUT_FILENO);
+	tty = isatty(STDERR_FILENO) && !quiet;
+	now = maro_now_us();
+	deadline = timeout >= 0 ? now + timeout : INT64_MAX;
+	next_hb = now + 1000000;
+	next_live = 0;
+
+	while (!done) {
+		zmq_pollitem_t it = { maro_inbox_pollable(ib), 0, ZMQ_POLLIN, 0 };
+		struct maro_delivery d;
+		int64_t wake;
+
+		now = maro_now_us();
+		if (now >= next_live) {
+			if (count_live(&w, c->reg) < 0)
+				maro_info("%s", maro_registry_error(c->reg));
+			next_live = now + 250000;
+		}
+		while (w.nheld < MAX_HELD && maro_inbox_next(ib, &d) == 1)
+			hold(&w, &d);
+		if (holds(&w)) {
+			for (i = 0; i < w.nheld; i++) {
+				struct maro_err err;
+				struct maro_delivery ack = { .peer = w.held[i].peer, .seq = w.held[i].seq,
+					.msg = w.held[i].msg };
+
+				if (!w.take[i])
+					continue;
+				line.len = 0;
+				if (!quiet && maro_format_item(&line, fmt, w.held[i].p, w.held[i].n, &err) == 0 &&
+				    maro_writer_put(&out, line.p, line.len) < 0)
+					break;
+				maro_inbox_done(ib, &ack);
+			}
+			if (maro_writer_flush(&out) == 0 || errno == EPIPE)
+				maro_inbox_flush(ib);
+			done = 1;
+			break;
+		}
+		if (tty)
+			say_progress(&w, 0);
+		if (maro_signal) {
+			status = maro_signal_status();
+			break;
+		}
+		if (now >= deadline) {
+			status = MARO_EXIT_TIMEOUT;
+			if (tty)
+				fputc('\n', stderr);
+			if (!quiet)
+				say_progress(&w, 1);
+			break;
+		}
+		if (now >= next_hb) {
+			maro_registry_heartbeat(c->reg);
+			next_hb = now + 1000000;
+		}
+		wake = deadline < next_hb ? deadline : next_hb;
+		if (next_live < wake)
+			wake = next_live;
+		if (zmq_poll(&it, w.nheld < MAX_HELD ? 1 : 0, wake <= now ? 0 : (long)((wake - now + 999) / 1000)) < 0 &&
+		    errno != EINTR)
+			maro_die(MARO_EXIT_SOFTWARE, "poll: %s", zmq_strerror(errno));
+	}
+	if (done && tty)
+		fputc('\n', stderr);
+	maro_inbox_close(ib);
+	maro_ctx_close(c);
+	maro_writer_free(&out);
+	maro_buf_free(&line);
+	for (i = 0; i < w.nheld; i++)
+		free(w.held[i].p);
+	free(w.held);
+	free(w.view);
+	free(w.take);
+	maro_strset_free(&w.ids);
+	return status;
+}

@@ -1,0 +1,70 @@
+#include <stdio.h>
+#include <string.h>
+
+#include "build.h"
+#include "convert.h"
+#include "message.h"
+
+static int
+one(const struct maro_build *b, const char *dest, const uint8_t *payload, size_t plen,
+    struct maro_buf *out)
+{
+	struct maro_msg m;
+	char ids[2][MARO_UUID_LEN + 1];
+
+	memset(&m, 0, sizeof m);
+	m.tag = maro_str_c(b->tag);
+	m.destination = maro_str_c(dest);
+	m.type = b->notification ? MARO_SESSION_NOTIFICATION : MARO_SESSION_TASK;
+	m.payload.p = payload;
+	m.payload.n = plen;
+	maro_msg_fill(&m, b->source, ids);
+	return maro_msg_encode(&m, out);
+}
+
+int
+maro_build_messages(const struct maro_build *b, struct maro_buf *out, char *err, size_t errlen)
+{
+	struct maro_buf payload = { 0 };
+	size_t i, j, ndest = b->ndests ? b->ndests : 1;
+	int rc = -1;
+
+	if (b->json) {
+		json_error_t je;
+		json_t *v = json_loads(b->json, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
+
+		if (!v) {
+			snprintf(err, errlen, "invalid JSON payload (line %d, column %d): %s",
+			    je.line, je.column, je.text);
+			return -1;
+		}
+		rc = maro_json_to_cbor(v, &payload);
+		json_decref(v);
+		if (rc < 0) {
+			snprintf(err, errlen, "cannot encode the JSON payload");
+			goto out;
+		}
+	}
+	for (j = 0; j < ndest; j++) {
+		const char *dest = b->ndests ? b->dests[j] : NULL;
+
+		if (b->ndata) {
+			for (i = 0; i < b->ndata; i++) {
+				payload.len = 0;
+				if (maro_buf_cbor_text(&payload, b->data[i], strlen(b->data[i])) < 0 ||
+				    one(b, dest, payload.p, payload.len, out) < 0)
+					goto nomem;
+			}
+		} else if (one(b, dest, b->json ? payload.p : NULL, payload.len, out) < 0) {
+			goto nomem;
+		}
+	}
+	rc = 0;
+	goto out;
+nomem:
+	snprintf(err, errlen, "out of memory");
+	rc = -1;
+out:
+	maro_buf_free(&payload);
+	return rc;
+}

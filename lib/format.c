@@ -1,0 +1,64 @@
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "convert.h"
+#include "format.h"
+#include "message.h"
+
+static int
+json_line(struct maro_buf *out, const uint8_t *p, size_t n, struct maro_err *err)
+{
+	json_t *j = maro_cbor_to_json(p, n, err);
+	char *s;
+	int rc = -1;
+
+	if (!j)
+		return -1;
+	s = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(17));
+	if (!s) {
+		snprintf(err->msg, sizeof err->msg, "cannot print as JSON");
+		goto out;
+	}
+	rc = maro_buf_puts(out, s) < 0 || maro_buf_append(out, "\n", 1) < 0 ? -1 : 0;
+	free(s);
+out:
+	json_decref(j);
+	return rc;
+}
+
+int
+maro_format_item(struct maro_buf *out, enum maro_format f, const uint8_t *p, size_t n,
+    struct maro_err *err)
+{
+	struct maro_msg m;
+
+	err->offset = 0;
+	err->msg[0] = '\0';
+	switch (f) {
+	case MARO_FORMAT_CBOR:
+		return maro_buf_append(out, p, n);
+	case MARO_FORMAT_JSON:
+		return json_line(out, p, n, err);
+	case MARO_FORMAT_DIAG:
+		if (maro_cbor_to_diag(p, n, out, err) < 0)
+			return -1;
+		return maro_buf_append(out, "\n", 1);
+	case MARO_FORMAT_PAYLOAD:
+		if (maro_msg_decode(&m, p, n, err) < 0)
+			return -1;
+		if (!m.payload.p)
+			return maro_buf_append(out, "\n", 1);
+		if ((m.payload.p[0] >> 5) == 3 && (m.payload.p[0] & 31) != 31) {
+			/* a definite text string: its bytes as they are, after the head */
+			unsigned ai = m.payload.p[0] & 31;
+			size_t h = ai < 24 ? 1 : 1 + ((size_t)1 << (ai - 24));
+
+			if (maro_buf_append(out, m.payload.p + h, m.payload.n - h) < 0)
+				return -1;
+			return maro_buf_append(out, "\n", 1);
+		}
+		return json_line(out, m.payload.p, m.payload.n, err);
+	}
+	return -1;
+}

@@ -1,0 +1,381 @@
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "inbox.h"
+
+/*
+ * The duplicate filter remembers the last DEDUP_KEEP message_ids handed on,
+ * as 64-bit hashes in an open-addressing table twice that size.  Senders
+ * resend only what is in their window (far smaller), so a duplicate always
+ * finds its original here.
+ */
+#define DEDUP_KEEP (1u << 17)
+#define DEDUP_SLOTS (DEDUP_KEEP * 2)
+#define MAX_PEERS 4096
+
+struct peer {
+	uint8_t id[256];
+	size_t idlen;
+	struct maro_buf acks;	/* ACK frame being built */
+	uint64_t last_first;	/* the range being extended */
+	uint32_t last_count;
+	size_t last_at;		/* offset of that range in acks */
+};
+
+struct maro_inbox {
+	struct maro_ctx *c;
+	void *sock;
+	char name[MARO_NAME_MAX + 1];
+	/* the frame being read */
+	const uint8_t *frame;
+	size_t framelen, pos;
+	uint32_t frame_peer;
+	/* peers that sent to us, with their pending acknowledgements */
+	struct peer *peers;
+	size_t npeers;
+	size_t npending;	/* peers with acks queued */
+	/* duplicate filter */
+	uint64_t *slots;
+	uint64_t *order;
+	size_t order_at, order_len;
+	uint64_t rejected;
+};
+
+static uint64_t
+hash_id(struct maro_str s)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	size_t i;
+
+	for (i = 0; i < s.n; i++) {
+		h ^= (uint8_t)s.p[i];
+		h *= 0x100000001b3ull;
+	}
+	h ^= h >> 29;
+	return h ? h : 1;	/* 0 marks an empty slot */
+}
+
+static size_t
+dedup_find(const struct maro_inbox *ib, uint64_t h)
+{
+	size_t i = (size_t)h & (DEDUP_SLOTS - 1);
+
+	while (ib->slots[i] && ib->slots[i] != h)
+		i = (i + 1) & (DEDUP_SLOTS - 1);
+	return i;
+}
+
+static void
+dedup_remove(struct maro_inbox *ib, uint64_t h)
+{
+	size_t i = dedup_find(ib, h), j;
+
+	if (!ib->slots[i])
+		return;
+	/* backward-shift deletion keeps probe chains whole */
+	ib->slots[i] = 0;
+	for (j = (i + 1) & (DEDUP_SLOTS - 1); ib->slots[j]; j = (j + 1) & (DEDUP_SLOTS - 1)) {
+		size_t home = (size_t)ib->slots[j] & (DEDUP_SLOTS - 1);
+
+		if ((j > i && (home <= i || home > j)) || (j < i && home <= i && home > j)) {
+			ib->slots[i] = ib->slots[j];
+			ib->slots[j] = 0;
+			i = j;
+		}
+	}
+}
+
+static int
+dedup_seen(const struct maro_inbox *ib, struct maro_str id)
+{
+	return id.p && ib->slots[dedup_find(ib, hash_id(id))] != 0;
+}
+
+static void
+dedup_add(struct maro_inbox *ib, struct maro_str id)
+{
+	uint64_t h;
+	size_t i;
+
+	if (!id.p)
+		return;
+	h = hash_id(id);
+	i = dedup_find(ib, h);
+	if (ib->slots[i])
+		return;
+	if (ib->order_len == DEDUP_KEEP) {
+		dedup_remove(ib, ib->order[ib->order_at]);
+		ib->order_at = (ib->order_at + 1) % DEDUP_KEEP;
+		ib->order_len--;
+		i = dedup_find(ib, h);
+	}
+	ib->slots[i] = h;
+	ib->order[(ib->order_at + ib->order_len) % DEDUP_KEEP] = h;
+	ib->order_len++;
+}
+
+struct maro_inbox *
+maro_inbox_open(struct maro_ctx *c, const char *name, const char *type, int takeover,
+    struct maro_entry *holder, char *errbuf, size_t errlen)
+{
+	struct maro_inbox *ib = calloc(1, sizeof *ib);
+	struct maro_entry e;
+	int err;
+
+	if (!ib)
+		return NULL;
+	ib->c = c;
+	snprintf(ib->name, sizeof ib->name, "%s", name);
+	ib->slots = calloc(DEDUP_SLOTS, sizeof *ib->slots);
+	ib->order = calloc(DEDUP_KEEP, sizeof *ib->order);
+	if (!ib->slots || !ib->order)
+		goto fail;
+	memset(&e, 0, sizeof e);
+	snprintf(e.name, sizeof e.name, "%s", name);
+	if (type && *type)
+		snprintf(e.type, sizeof e.type, "%s", type);
+	else
+		maro_name_type(name[0] == '~' ? name + 1 : name, e.type);
+	ib->sock = c->driver->bind(c, e.endpoint);
+	if (!ib->sock) {
+		if (errbuf)
+			snprintf(errbuf, errlen, "cannot bind an inbox: %s", strerror(errno));
+		goto fail;
+	}
+	if (maro_registry_register(c->reg, &e, takeover, holder) < 0) {
+		if (errbuf)
+			snprintf(errbuf, errlen, "%s", maro_registry_error(c->reg));
+		goto fail;
+	}
+	return ib;
+fail:
+	err = errno;
+	if (ib->sock)
+		c->driver->close(ib->sock, 0);
+	free(ib->slots);
+	free(ib->order);
+	free(ib);
+	errno = err;
+	return NULL;
+}
+
+void
+maro_inbox_close(struct maro_inbox *ib)
+{
+	size_t i;
+
+	if (!ib)
+		return;
+	maro_registry_unregister(ib->c->reg, ib->name);
+	/* linger a little so the last acknowledgements leave */
+	ib->c->driver->close(ib->sock, 2000);
+	for (i = 0; i < ib->npeers; i++)
+		maro_buf_free(&ib->peers[i].acks);
+	free(ib->peers);
+	free(ib->slots);
+	free(ib->order);
+	free(ib);
+}
+
+const char *
+maro_inbox_name(const struct maro_inbox *ib)
+{
+	return ib->name;
+}
+
+void *
+maro_inbox_pollable(struct maro_inbox *ib)
+{
+	return ib->c->driver->handle(ib->sock);
+}
+
+uint64_t
+maro_inbox_rejected(const struct maro_inbox *ib)
+{
+	return ib->rejected;
+}
+
+static uint64_t
+get_u64(const uint8_t *p)
+{
+	uint64_t v = 0;
+	int i;
+
+	for (i = 0; i < 8; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
+static uint32_t
+get_u32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static void
+put_u64(uint8_t *p, uint64_t v)
+{
+	int i;
+
+	for (i = 7; i >= 0; i--, v >>= 8)
+		p[i] = (uint8_t)v;
+}
+
+static void
+put_u32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+
+static int
+peer_index(struct maro_inbox *ib, const void *id, size_t idlen, uint32_t *out)
+{
+	size_t i;
+
+	if (idlen > sizeof ib->peers[0].id)
+		return -1;
+	for (i = ib->npeers; i-- > 0;)
+		if (ib->peers[i].idlen == idlen && memcmp(ib->peers[i].id, id, idlen) == 0) {
+			*out = (uint32_t)i;
+			return 0;
+		}
+	if (ib->npeers == MAX_PEERS) {
+		/* forget a peer that has nothing queued */
+		for (i = 0; i < ib->npeers && ib->peers[i].acks.len; i++)
+			;
+		if (i == ib->npeers)
+			return -1;
+		maro_buf_free(&ib->peers[i].acks);
+		ib->peers[i] = ib->peers[--ib->npeers];
+	}
+	if (ib->npeers % 64 == 0) {
+		struct peer *p = realloc(ib->peers, (ib->npeers + 64) * sizeof *p);
+
+		if (!p)
+			return -1;
+		ib->peers = p;
+	}
+	memset(&ib->peers[ib->npeers], 0, sizeof ib->peers[0]);
+	memcpy(ib->peers[ib->npeers].id, id, idlen);
+	ib->peers[ib->npeers].idlen = idlen;
+	*out = (uint32_t)ib->npeers++;
+	return 0;
+}
+
+static int
+queue_ack(struct maro_inbox *ib, uint32_t peer, uint64_t seq)
+{
+	struct peer *p = &ib->peers[peer];
+	uint8_t item[MARO_ACK_ITEM];
+
+	if (p->acks.len && p->last_first + p->last_count == seq) {
+		put_u32(p->acks.p + p->last_at + 8, ++p->last_count);
+		return 0;
+	}
+	if (!p->acks.len) {
+		static const uint8_t hdr[MARO_FRAME_HEADER] = { 'm', 1, MARO_FRAME_ACK, 0 };
+
+		if (maro_buf_append(&p->acks, hdr, sizeof hdr) < 0)
+			return -1;
+		ib->npending++;
+	}
+	put_u64(item, seq);
+	put_u32(item + 8, 1);
+	p->last_at = p->acks.len;
+	p->last_first = seq;
+	p->last_count = 1;
+	return maro_buf_append(&p->acks, item, sizeof item);
+}
+
+int
+maro_inbox_flush(struct maro_inbox *ib)
+{
+	size_t i;
+	int rc = 0;
+
+	if (!ib->npending)
+		return 0;
+	for (i = 0; i < ib->npeers; i++) {
+		struct peer *p = &ib->peers[i];
+
+		if (!p->acks.len)
+			continue;
+		/* a peer that went away cannot take its acks: that is fine, it resends */
+		if (ib->c->driver->send(ib->sock, p->id, p->idlen, p->acks.p, p->acks.len) < 0 &&
+		    errno != EHOSTUNREACH && errno != EAGAIN)
+			rc = -1;
+		p->acks.len = 0;
+	}
+	ib->npending = 0;
+	return rc;
+}
+
+int
+maro_inbox_next(struct maro_inbox *ib, struct maro_delivery *d)
+{
+	for (;;) {
+		struct maro_err err;
+		uint64_t seq;
+		uint32_t len;
+
+		if (!ib->frame || ib->pos >= ib->framelen) {
+			const void *from, *p;
+			size_t fromlen, n;
+			int rc;
+
+			ib->frame = NULL;
+			rc = ib->c->driver->recv(ib->sock, &from, &fromlen, &p, &n);
+			if (rc <= 0)
+				return rc;
+			if (!p || n < MARO_FRAME_HEADER || memcmp(p, "m\1D", 3) != 0 ||
+			    peer_index(ib, from, fromlen, &ib->frame_peer) < 0) {
+				ib->rejected++;
+				continue;
+			}
+			ib->frame = p;
+			ib->framelen = n;
+			ib->pos = MARO_FRAME_HEADER;
+		}
+		if (ib->framelen - ib->pos < MARO_DATA_ITEM_HEADER) {
+			ib->rejected++;
+			ib->frame = NULL;
+			continue;
+		}
+		seq = get_u64(ib->frame + ib->pos);
+		len = get_u32(ib->frame + ib->pos + 8);
+		ib->pos += MARO_DATA_ITEM_HEADER;
+		if (len > ib->framelen - ib->pos) {
+			ib->rejected++;
+			ib->frame = NULL;
+			continue;
+		}
+		d->p = ib->frame + ib->pos;
+		d->n = len;
+		d->peer = ib->frame_peer;
+		d->seq = seq;
+		ib->pos += len;
+		if (maro_cbor_check(d->p, d->n, &ib->c->limits, &err) < 0 ||
+		    maro_msg_decode(&d->msg, d->p, d->n, &err) < 0) {
+			ib->rejected++;
+			continue;
+		}
+		if (dedup_seen(ib, d->msg.message_id)) {
+			if (queue_ack(ib, d->peer, d->seq) < 0)
+				return -1;
+			continue;
+		}
+		return 1;
+	}
+}
+
+int
+maro_inbox_done(struct maro_inbox *ib, const struct maro_delivery *d)
+{
+	dedup_add(ib, d->msg.message_id);
+	return queue_ack(ib, d->peer, d->seq);
+}

@@ -1,0 +1,55 @@
+/*
+ * inbox: a bound socket under a registered name that receives messages and
+ * acknowledges those the caller handed on (maro(7), DELIVERY).
+ *
+ * Duplicates (a message_id already handed on by this inbox) are
+ * acknowledged again and never returned.  Malformed frames and messages
+ * from a broken or hostile peer are counted and skipped, never returned and
+ * never acknowledged.
+ */
+#ifndef MARO_INBOX_H
+#define MARO_INBOX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "message.h"
+#include "registry.h"
+#include "transport.h"
+
+struct maro_inbox;
+
+struct maro_delivery {
+	const uint8_t *p;	/* the encoded message, valid until the next maro_inbox_next */
+	size_t n;
+	struct maro_msg msg;	/* decoded views into p */
+	uint32_t peer;
+	uint64_t seq;
+};
+
+/*
+ * Binds and registers name (type from the name unless type is given).  A
+ * name starting with '~' is private.  NULL on failure with errno and a
+ * message in errbuf; EEXIST when another live process holds the name (and
+ * takeover is 0): *holder says who.
+ */
+struct maro_inbox *maro_inbox_open(struct maro_ctx *c, const char *name, const char *type,
+    int takeover, struct maro_entry *holder, char *errbuf, size_t errlen);
+/* Unregisters and closes; acknowledgements not flushed are dropped (their senders resend). */
+void maro_inbox_close(struct maro_inbox *ib);
+const char *maro_inbox_name(const struct maro_inbox *ib);
+/* What zmq_poll takes for this inbox. */
+void *maro_inbox_pollable(struct maro_inbox *ib);
+/* 1 with *d, 0 when nothing is waiting, -1 on an error of the socket. */
+int maro_inbox_next(struct maro_inbox *ib, struct maro_delivery *d);
+/*
+ * The message is handed on: its acknowledgement goes out with the next
+ * flush and its message_id joins the duplicate filter.
+ */
+int maro_inbox_done(struct maro_inbox *ib, const struct maro_delivery *d);
+/* Sends every queued acknowledgement.  Call after the output was flushed. */
+int maro_inbox_flush(struct maro_inbox *ib);
+/* Frames or messages dropped as malformed so far. */
+uint64_t maro_inbox_rejected(const struct maro_inbox *ib);
+
+#endif

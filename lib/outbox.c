@@ -1,0 +1,465 @@
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "outbox.h"
+
+#define BATCH_BYTES (64 * 1024)
+#define LOOKUP_AGAIN_US 100000
+#define RETRY_MAX_US 5000000
+
+struct entry {
+	uint8_t *p;
+	uint32_t n;
+	uint8_t acked;
+	int64_t sent;
+};
+
+struct dest {
+	char name[MARO_NAME_MAX + 1];
+	char endpoint[MARO_ENDPOINT_MAX + 1];
+	void *sock;
+	int64_t next_lookup;
+	int64_t retry_us;
+	/* [head, tail) in the window; [head, next) sent at least once */
+	uint64_t head, next, tail;
+	size_t mask;
+	struct entry *ring;
+	size_t unacked;
+};
+
+struct maro_outbox {
+	struct maro_ctx *c;
+	maro_outbox_fail_fn *fail;
+	maro_outbox_ack_fn *ack;
+	void *fail_arg;
+	struct dest **dests;
+	size_t ndests;
+	struct dest *last;
+	struct maro_buf frame;
+	uint64_t acked, resent;
+	size_t pending;
+};
+
+static uint64_t
+get_u64(const uint8_t *p)
+{
+	uint64_t v = 0;
+	int i;
+
+	for (i = 0; i < 8; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
+static void
+put_u64(uint8_t *p, uint64_t v)
+{
+	int i;
+
+	for (i = 7; i >= 0; i--, v >>= 8)
+		p[i] = (uint8_t)v;
+}
+
+struct maro_outbox *
+maro_outbox_new(struct maro_ctx *c, maro_outbox_fail_fn *fail, maro_outbox_ack_fn *ack,
+    void *arg)
+{
+	struct maro_outbox *ob = calloc(1, sizeof *ob);
+
+	if (!ob)
+		return NULL;
+	ob->c = c;
+	ob->fail = fail;
+	ob->ack = ack;
+	ob->fail_arg = arg;
+	return ob;
+}
+
+static void
+dest_free(struct maro_outbox *ob, struct dest *d)
+{
+	uint64_t s;
+
+	for (s = d->head; s < d->tail; s++)
+		free(d->ring[s & d->mask].p);
+	if (d->sock)
+		ob->c->driver->close(d->sock, 0);
+	free(d->ring);
+	free(d);
+}
+
+void
+maro_outbox_free(struct maro_outbox *ob)
+{
+	size_t i;
+
+	if (!ob)
+		return;
+	for (i = 0; i < ob->ndests; i++)
+		dest_free(ob, ob->dests[i]);
+	free(ob->dests);
+	maro_buf_free(&ob->frame);
+	free(ob);
+}
+
+static struct dest *
+dest_get(struct maro_outbox *ob, const char *name, int create)
+{
+	struct dest *d, **v;
+	size_t i, cap;
+
+	if (ob->last && !strcmp(ob->last->name, name))
+		return ob->last;
+	for (i = 0; i < ob->ndests; i++)
+		if (!strcmp(ob->dests[i]->name, name))
+			return ob->last = ob->dests[i];
+	if (!create)
+		return NULL;
+	if (!maro_name_valid(name)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	for (cap = 1; cap < ob->c->window; cap <<= 1)
+		;
+	d = calloc(1, sizeof *d);
+	if (!d || !(d->ring = calloc(cap, sizeof *d->ring)))
+		goto nomem;
+	v = realloc(ob->dests, (ob->ndests + 1) * sizeof *v);
+	if (!v)
+		goto nomem;
+	ob->dests = v;
+	snprintf(d->name, sizeof d->name, "%s", name);
+	d->mask = cap - 1;
+	d->head = d->next = d->tail = 1;
+	d->retry_us = ob->c->retry_us;
+	ob->dests[ob->ndests++] = d;
+	return ob->last = d;
+nomem:
+	if (d)
+		free(d->ring);
+	free(d);
+	errno = ENOMEM;
+	return NULL;
+}
+
+int
+maro_outbox_ready(struct maro_outbox *ob, const char *name)
+{
+	struct dest *d = dest_get(ob, name, 0);
+
+	return !d || d->tail - d->head < ob->c->window;
+}
+
+int
+maro_outbox_put(struct maro_outbox *ob, const char *name, const uint8_t *p, size_t n)
+{
+	struct dest *d = dest_get(ob, name, 1);
+	struct entry *e;
+
+	if (!d)
+		return -1;
+	if (d->tail - d->head >= ob->c->window || n > UINT32_MAX) {
+		errno = n > UINT32_MAX ? EMSGSIZE : EAGAIN;
+		return -1;
+	}
+	e = &d->ring[d->tail & d->mask];
+	e->p = malloc(n ? n : 1);
+	if (!e->p)
+		return -1;
+	memcpy(e->p, p, n);
+	e->n = (uint32_t)n;
+	e->acked = 0;
+	e->sent = 0;
+	d->tail++;
+	d->unacked++;
+	ob->pending++;
+	return 0;
+}
+
+static void
+entry_done(struct maro_outbox *ob, struct dest *d, struct entry *e)
+{
+	free(e->p);
+	e->p = NULL;
+	e->acked = 1;
+	d->unacked--;
+	ob->pending--;
+}
+
+static void
+advance_head(struct dest *d)
+{
+	while (d->head < d->tail && d->ring[d->head & d->mask].acked)
+		d->head++;
+	if (d->next < d->head)
+		d->next = d->head;
+}
+
+/* The destination is gone for good: every message still queued for it fails. */
+static void
+dest_fail(struct maro_outbox *ob, struct dest *d, const char *why)
+{
+	uint64_t s;
+
+	for (s = d->head; s < d->tail; s++) {
+		struct entry *e = &d->ring[s & d->mask];
+
+		if (e->acked)
+			continue;
+		if (ob->fail)
+			ob->fail(ob->fail_arg, d->name, e->p, e->n, why);
+		entry_done(ob, d, e);
+	}
+	advance_head(d);
+}
+
+size_t
+maro_outbox_drop(struct maro_outbox *ob, const char *name)
+{
+	struct dest *d = dest_get(ob, name, 0);
+	size_t n = 0;
+	uint64_t s;
+
+	if (!d)
+		return 0;
+	for (s = d->head; s < d->tail; s++) {
+		struct entry *e = &d->ring[s & d->mask];
+
+		if (!e->acked) {
+			entry_done(ob, d, e);
+			n++;
+		}
+	}
+	advance_head(d);
+	if (d->sock)
+		ob->c->driver->close(d->sock, 0);
+	d->sock = NULL;
+	d->endpoint[0] = '\0';
+	return n;
+}
+
+static void
+dest_connect(struct maro_outbox *ob, struct dest *d, const char *endpoint)
+{
+	if (d->sock)
+		ob->c->driver->close(d->sock, 0);
+	snprintf(d->endpoint, sizeof d->endpoint, "%s", endpoint);
+	d->sock = ob->c->driver->connect(ob->c, endpoint);
+	/* whatever the old connection had in flight goes again */
+	d->next = d->head;
+}
+
+/* Looks the name up; connects when it (re)appears somewhere new. */
+static void
+dest_lookup(struct maro_outbox *ob, struct dest *d, int64_t now)
+{
+	struct maro_entry e;
+	int rc = maro_registry_lookup(ob->c->reg, d->name, &e);
+
+	d->next_lookup = now + LOOKUP_AGAIN_US;
+	if (rc < 0)
+		return;		/* registry unreachable: keep what we have, ask again */
+	if (rc == 0 || !maro_endpoint_valid(e.endpoint)) {
+		if (d->name[0] == '~')
+			dest_fail(ob, d, "the requester's reply inbox is gone");
+		return;
+	}
+	if (!d->sock || strcmp(e.endpoint, d->endpoint) != 0)
+		dest_connect(ob, d, e.endpoint);
+	d->next_lookup = INT64_MAX;
+}
+
+static void
+read_acks(struct maro_outbox *ob, struct dest *d)
+{
+	const void *p;
+	size_t n;
+
+	while (ob->c->driver->recv(d->sock, NULL, NULL, &p, &n) == 1) {
+		const uint8_t *b = p;
+		size_t off;
+		int progress = 0;
+
+		if (!b || n < MARO_FRAME_HEADER || memcmp(b, "m\1A", 3) != 0)
+			continue;
+		for (off = MARO_FRAME_HEADER; off + MARO_ACK_ITEM <= n; off += MARO_ACK_ITEM) {
+			uint64_t first = get_u64(b + off), s;
+			uint32_t count = (uint32_t)b[off + 8] << 24 | (uint32_t)b[off + 9] << 16 |
+			    (uint32_t)b[off + 10] << 8 | b[off + 11];
+
+			for (s = first; s - first < count && s < d->tail; s++) {
+				struct entry *e;
+
+				if (s < d->head)
+					continue;
+				e = &d->ring[s & d->mask];
+				if (!e->acked) {
+					if (ob->ack)
+						ob->ack(ob->fail_arg, d->name, e->p, e->n);
+					entry_done(ob, d, e);
+					ob->acked++;
+					progress = 1;
+				}
+			}
+		}
+		if (progress) {
+			advance_head(d);
+			d->retry_us = ob->c->retry_us;
+		}
+	}
+}
+
+static void
+send_queued(struct maro_outbox *ob, struct dest *d, int64_t now)
+{
+	static const uint8_t hdr[MARO_FRAME_HEADER] = { 'm', 1, MARO_FRAME_DATA, 0 };
+
+	while (d->next < d->tail) {
+		uint64_t s, stop;
+
+		ob->frame.len = 0;
+		if (maro_buf_append(&ob->frame, hdr, sizeof hdr) < 0)
+			return;
+		for (s = d->next; s < d->tail; s++) {
+			struct entry *e = &d->ring[s & d->mask];
+			uint8_t ih[MARO_DATA_ITEM_HEADER];
+
+			if (e->acked)
+				continue;
+			if (ob->frame.len > MARO_FRAME_HEADER && ob->frame.len + e->n > BATCH_BYTES)
+				break;
+			put_u64(ih, s);
+			ih[8] = (uint8_t)(e->n >> 24);
+			ih[9] = (uint8_t)(e->n >> 16);
+			ih[10] = (uint8_t)(e->n >> 8);
+			ih[11] = (uint8_t)e->n;
+			if (maro_buf_append(&ob->frame, ih, sizeof ih) < 0 ||
+			    maro_buf_append(&ob->frame, e->p, e->n) < 0)
+				return;
+		}
+		stop = s;
+		if (ob->frame.len > MARO_FRAME_HEADER &&
+		    ob->c->driver->send(d->sock, NULL, 0, ob->frame.p, ob->frame.len) < 0)
+			return;		/* EAGAIN: not connected or full; poll says when */
+		for (s = d->next; s < stop; s++) {
+			struct entry *e = &d->ring[s & d->mask];
+
+			if (!e->acked) {
+				if (e->sent)
+					ob->resent++;
+				e->sent = now;
+			}
+		}
+		d->next = stop;
+	}
+}
+
+int
+maro_outbox_run(struct maro_outbox *ob)
+{
+	int64_t now = maro_now_us();
+	size_t i;
+
+	for (i = 0; i < ob->ndests; i++) {
+		struct dest *d = ob->dests[i];
+
+		if (d->head == d->tail && !d->sock)
+			continue;
+		if (!d->sock || d->next_lookup <= now) {
+			if (d->head == d->tail)
+				continue;
+			dest_lookup(ob, d, now);
+			if (!d->sock)
+				continue;
+		}
+		read_acks(ob, d);
+		/* stalled: look the name up again, and send the window again */
+		if (d->head < d->next && d->ring[d->head & d->mask].sent + d->retry_us <= now) {
+			dest_lookup(ob, d, now);
+			d->next = d->head;
+			d->retry_us = d->retry_us * 2 > RETRY_MAX_US ? RETRY_MAX_US : d->retry_us * 2;
+		}
+		if (d->sock)
+			send_queued(ob, d, now);
+	}
+	return 0;
+}
+
+int64_t
+maro_outbox_deadline(const struct maro_outbox *ob)
+{
+	int64_t t = INT64_MAX;
+	size_t i;
+
+	for (i = 0; i < ob->ndests; i++) {
+		const struct dest *d = ob->dests[i];
+
+		if (d->head == d->tail)
+			continue;
+		if (!d->sock && d->next_lookup < t)
+			t = d->next_lookup;
+		if (d->head < d->next && d->ring[d->head & d->mask].sent + d->retry_us < t)
+			t = d->ring[d->head & d->mask].sent + d->retry_us;
+	}
+	return t;
+}
+
+int
+maro_outbox_pollitems(struct maro_outbox *ob, zmq_pollitem_t *items, int max)
+{
+	size_t i;
+	int k = 0;
+
+	for (i = 0; i < ob->ndests && k < max; i++) {
+		struct dest *d = ob->dests[i];
+
+		if (!d->sock)
+			continue;
+		items[k].socket = ob->c->driver->handle(d->sock);
+		items[k].fd = 0;
+		items[k].events = ZMQ_POLLIN | (d->next < d->tail ? ZMQ_POLLOUT : 0);
+		items[k].revents = 0;
+		k++;
+	}
+	return k;
+}
+
+size_t
+maro_outbox_pending(const struct maro_outbox *ob)
+{
+	return ob->pending;
+}
+
+uint64_t
+maro_outbox_acked(const struct maro_outbox *ob)
+{
+	return ob->acked;
+}
+
+uint64_t
+maro_outbox_resent(const struct maro_outbox *ob)
+{
+	return ob->resent;
+}
+
+void
+maro_outbox_foreach_pending(struct maro_outbox *ob,
+    void (*fn)(void *arg, const char *dest, const uint8_t *msg, size_t n), void *arg)
+{
+	size_t i;
+	uint64_t s;
+
+	for (i = 0; i < ob->ndests; i++) {
+		struct dest *d = ob->dests[i];
+
+		for (s = d->head; s < d->tail; s++) {
+			struct entry *e = &d->ring[s & d->mask];
+
+			if (!e->acked)
+				fn(arg, d->name, e->p, e->n);
+		}
+	}
+}

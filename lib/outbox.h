@@ -1,0 +1,65 @@
+/*
+ * outbox: reliable delivery to named peers (maro(7), DELIVERY).
+ *
+ * Messages are queued per destination name, sent in batches, kept until
+ * the receiver acknowledges them and resent when no acknowledgement comes
+ * (the receiver dropped them, died, or was replaced by a new process under
+ * the same name: the outbox looks the name up again when a peer stalls).
+ * Names are looked up once and cached, not once per message.  At most
+ * ctx->window messages are unacknowledged per destination: a slow receiver
+ * slows the sender down.
+ *
+ * A destination that is not live is waited for.  A private destination
+ * ('~' names: reply inboxes) that is not live has gone for good: its
+ * messages fail at once, reported through the fail callback.
+ */
+#ifndef MARO_OUTBOX_H
+#define MARO_OUTBOX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <zmq.h>
+
+#include "message.h"
+#include "transport.h"
+
+struct maro_outbox;
+
+typedef void maro_outbox_fail_fn(void *arg, const char *dest, const uint8_t *msg, size_t n,
+    const char *why);
+
+/* Called for each message when its receiver acknowledged it. */
+typedef void maro_outbox_ack_fn(void *arg, const char *dest, const uint8_t *msg, size_t n);
+
+struct maro_outbox *maro_outbox_new(struct maro_ctx *c, maro_outbox_fail_fn *fail,
+    maro_outbox_ack_fn *ack, void *arg);
+void maro_outbox_free(struct maro_outbox *ob);
+/*
+ * Queues one encoded message for dest (copied).  0, or -1 with EAGAIN when
+ * the window to dest is full (run the outbox, then try again), EINVAL for a
+ * name that cannot be valid.
+ */
+int maro_outbox_put(struct maro_outbox *ob, const char *dest, const uint8_t *p, size_t n);
+/*
+ * Gives up on every message queued for dest (its peer died and its work
+ * goes elsewhere): they are freed without callbacks.  Returns how many.
+ */
+size_t maro_outbox_drop(struct maro_outbox *ob, const char *dest);
+/* Fills up to max poll items for the sockets that have work; returns how many. */
+int maro_outbox_pollitems(struct maro_outbox *ob, zmq_pollitem_t *items, int max);
+/* Reads acknowledgements, sends, resends, looks stalled peers up again.  0 or -1 (errno). */
+int maro_outbox_run(struct maro_outbox *ob);
+/* When the outbox next wants to run even if no socket is ready (monotonic us), or INT64_MAX. */
+int64_t maro_outbox_deadline(const struct maro_outbox *ob);
+/* Messages queued and not yet acknowledged. */
+size_t maro_outbox_pending(const struct maro_outbox *ob);
+/* Can dest take another message now? */
+int maro_outbox_ready(struct maro_outbox *ob, const char *dest);
+uint64_t maro_outbox_acked(const struct maro_outbox *ob);
+uint64_t maro_outbox_resent(const struct maro_outbox *ob);
+/* Calls fn for every message not yet acknowledged (for reports at a deadline). */
+void maro_outbox_foreach_pending(struct maro_outbox *ob,
+    void (*fn)(void *arg, const char *dest, const uint8_t *msg, size_t n), void *arg);
+
+#endif

@@ -1,0 +1,40 @@
+/*
+ * strset: a set of byte strings with a count each (session ids waiting for
+ * replies, message ids).  Owns copies of its keys.
+ */
+#ifndef MARO_STRSET_H
+#define MARO_STRSET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct maro_strset_slot {
+	char *key;
+	size_t len;
+	unsigned count;
+	uint64_t value;		/* the caller's, set by maro_strset_put */
+};
+
+struct maro_strset {
+	struct maro_strset_slot *slots;
+	size_t cap;	/* power of two, or 0 */
+	size_t used;	/* keys present */
+	size_t filled;	/* slots holding a key, removed ones included */
+};
+
+/* Adds one to key's count (inserting it with 1).  0, or -1 ENOMEM. */
+int maro_strset_add(struct maro_strset *s, const char *key, size_t len);
+/* Adds key (count 1) with a value, or sets the value of a present key.  0 or -1. */
+int maro_strset_put(struct maro_strset *s, const char *key, size_t len, uint64_t value);
+/* 1 with *value when key is present, else 0. */
+int maro_strset_get(const struct maro_strset *s, const char *key, size_t len, uint64_t *value);
+/* key's count, 0 when absent. */
+unsigned maro_strset_count(const struct maro_strset *s, const char *key, size_t len);
+/* Takes one from key's count, removing it at 0.  1 if it was present, else 0. */
+int maro_strset_take(struct maro_strset *s, const char *key, size_t len);
+/* Calls fn for each key present (count > 0). */
+void maro_strset_foreach(const struct maro_strset *s,
+    void (*fn)(void *arg, const char *key, size_t len, unsigned count), void *arg);
+void maro_strset_free(struct maro_strset *s);
+
+#endif

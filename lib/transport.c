@@ -1,0 +1,321 @@
+#include <errno.h>
+#include <netdb.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <zmq.h>
+
+#include "transport.h"
+
+/* Frames carry at most this many bytes of batched messages. */
+#define HWM_FRAMES 64
+
+static void seterr(char *errbuf, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void
+seterr(char *errbuf, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!errbuf || !errlen)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(errbuf, errlen, fmt, ap);
+	va_end(ap);
+}
+
+/* The host's own address when nothing better is known: what its name resolves to. */
+static void
+host_address(char *out, size_t n)
+{
+	char host[256];
+	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM }, *ai = NULL;
+
+	snprintf(out, n, "127.0.0.1");
+	if (gethostname(host, sizeof host) < 0)
+		return;
+	host[sizeof host - 1] = '\0';
+	if (getaddrinfo(host, NULL, &hints, &ai) == 0 && ai) {
+		getnameinfo(ai->ai_addr, ai->ai_addrlen, out, (socklen_t)n, NULL, 0, NI_NUMERICHOST);
+		freeaddrinfo(ai);
+	}
+}
+
+struct maro_ctx *
+maro_ctx_open(const struct maro_ctx_opts *o, char *errbuf, size_t errlen)
+{
+	struct maro_ctx *c = calloc(1, sizeof *c);
+	const char *url = o->registry_url ? o->registry_url : getenv("MARO_REGISTRY");
+	const char *group = o->group ? o->group : getenv("MARO_GROUP");
+	const char *adv = o->advertise ? o->advertise : getenv("MARO_ADVERTISE");
+	const char *tr = o->transport ? o->transport : getenv("MARO_TRANSPORT");
+	const char *local;
+
+	if (!c)
+		return NULL;
+	if (!url || !*url)
+		url = maro_registry_default_url();
+	if (!group || !*group)
+		group = "maro";
+	if (!maro_name_valid(group) || group[0] == '~') {
+		seterr(errbuf, errlen, "invalid group name '%s'", group);
+		errno = EINVAL;
+		goto fail;
+	}
+	if (tr && *tr && strcmp(tr, "tcp") && strcmp(tr, "ipc")) {
+		seterr(errbuf, errlen, "invalid transport '%s' (tcp or ipc)", tr);
+		errno = EINVAL;
+		goto fail;
+	}
+	snprintf(c->group, sizeof c->group, "%s", group);
+	c->driver = &maro_driver_zmq;
+	c->limits.max_item = o->max_message ? o->max_message : MARO_CBOR_DEFAULT_MAX_ITEM;
+	c->limits.max_depth = MARO_CBOR_DEFAULT_MAX_DEPTH;
+	c->window = o->window ? o->window : 4096;
+	c->retry_us = 1000000;
+	c->reg = maro_registry_open(url, group, NULL, errbuf, errlen);
+	if (!c->reg)
+		goto fail;
+	if (!strncmp(url, "dir:", 4) && (!tr || !*tr || !strcmp(tr, "ipc"))) {
+		int k = snprintf(c->ipc_dir, sizeof c->ipc_dir, "%s/%s", url + 4, group);
+
+		/* ipc paths must fit sun_path; room for "/s.PID.N" */
+		c->use_ipc = k > 0 && (size_t)k < 80;
+	}
+	if (adv && *adv)
+		snprintf(c->advertise, sizeof c->advertise, "%s", adv);
+	else if ((local = maro_registry_local_address(c->reg)))
+		snprintf(c->advertise, sizeof c->advertise, "%s", local);
+	else if (!strncmp(url, "dir:", 4))
+		snprintf(c->advertise, sizeof c->advertise, "127.0.0.1");
+	else
+		host_address(c->advertise, sizeof c->advertise);
+	c->zmq = zmq_ctx_new();
+	if (!c->zmq) {
+		seterr(errbuf, errlen, "cannot create a ZeroMQ context: %s", zmq_strerror(errno));
+		goto fail;
+	}
+	zmq_ctx_set(c->zmq, ZMQ_BLOCKY, 0);
+	return c;
+fail:
+	{
+		int e = errno;
+
+		if (c->reg)
+			maro_registry_close(c->reg);
+		free(c);
+		errno = e;
+	}
+	return NULL;
+}
+
+void
+maro_ctx_close(struct maro_ctx *c)
+{
+	if (!c)
+		return;
+	if (c->reg)
+		maro_registry_close(c->reg);
+	if (c->zmq)
+		zmq_ctx_term(c->zmq);
+	free(c);
+}
+
+int
+maro_endpoint_valid(const char *ep)
+{
+	const char *colon;
+	size_t i;
+
+	if (!ep || strlen(ep) > MARO_ENDPOINT_MAX)
+		return 0;
+	for (i = 0; ep[i]; i++)
+		if ((unsigned char)ep[i] <= ' ' || (unsigned char)ep[i] >= 0x7f)
+			return 0;
+	if (!strncmp(ep, "ipc:///", 7))
+		return 1;
+	if (strncmp(ep, "tcp://", 6) != 0)
+		return 0;
+	colon = strrchr(ep + 6, ':');
+	if (!colon || colon == ep + 6 || !colon[1] || strchr(ep + 6, '*'))
+		return 0;
+	for (i = 1; colon[i]; i++)
+		if (colon[i] < '0' || colon[i] > '9')
+			return 0;
+	return atoi(colon + 1) > 0 && atoi(colon + 1) < 65536;
+}
+
+/* ---- the ZeroMQ driver ---- */
+
+struct zsock {
+	void *s;
+	zmq_msg_t id, body;
+	int have;
+};
+
+static void
+zsock_setopts(struct maro_ctx *c, void *s)
+{
+	int hwm = HWM_FRAMES, one = 1, ivl = 1000, ttl = 3000;
+	int64_t max = (int64_t)c->limits.max_item + 65536;
+
+	zmq_setsockopt(s, ZMQ_SNDHWM, &hwm, sizeof hwm);
+	zmq_setsockopt(s, ZMQ_RCVHWM, &hwm, sizeof hwm);
+	zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &max, sizeof max);
+	zmq_setsockopt(s, ZMQ_HEARTBEAT_IVL, &ivl, sizeof ivl);
+	zmq_setsockopt(s, ZMQ_HEARTBEAT_TIMEOUT, &ttl, sizeof ttl);
+	zmq_setsockopt(s, ZMQ_TCP_KEEPALIVE, &one, sizeof one);
+}
+
+static struct zsock *
+zsock_new(struct maro_ctx *c, int type)
+{
+	struct zsock *z = calloc(1, sizeof *z);
+
+	if (!z)
+		return NULL;
+	z->s = zmq_socket(c->zmq, type);
+	if (!z->s) {
+		free(z);
+		return NULL;
+	}
+	zmq_msg_init(&z->id);
+	zmq_msg_init(&z->body);
+	zsock_setopts(c, z->s);
+	return z;
+}
+
+static void
+zmq_close_sock(void *sock, int linger_ms)
+{
+	struct zsock *z = sock;
+
+	if (!z)
+		return;
+	zmq_setsockopt(z->s, ZMQ_LINGER, &linger_ms, sizeof linger_ms);
+	zmq_close(z->s);
+	zmq_msg_close(&z->id);
+	zmq_msg_close(&z->body);
+	free(z);
+}
+
+static void *
+zmq_bind_inbox(struct maro_ctx *c, char endpoint[MARO_ENDPOINT_MAX + 1])
+{
+	struct zsock *z = zsock_new(c, ZMQ_ROUTER);
+	char want[1024];
+	size_t len = MARO_ENDPOINT_MAX + 1;
+	int one = 1;
+
+	if (!z)
+		return NULL;
+	zmq_setsockopt(z->s, ZMQ_ROUTER_MANDATORY, &one, sizeof one);
+	if (c->use_ipc) {
+		mkdir(c->ipc_dir, 0700);
+		snprintf(want, sizeof want, "ipc://%s/s.%ld.%u", c->ipc_dir, (long)getpid(), c->serial++);
+		unlink(want + 6);
+	} else if (strchr(c->advertise, ':')) {
+		snprintf(want, sizeof want, "tcp://[%s]:*", c->advertise);
+		zmq_setsockopt(z->s, ZMQ_IPV6, &one, sizeof one);
+	} else {
+		snprintf(want, sizeof want, "tcp://%s:*", c->advertise);
+	}
+	if (zmq_bind(z->s, want) < 0 ||
+	    zmq_getsockopt(z->s, ZMQ_LAST_ENDPOINT, endpoint, &len) < 0) {
+		int e = errno;
+
+		zmq_close_sock(z, 0);
+		errno = e;
+		return NULL;
+	}
+	return z;
+}
+
+static void *
+zmq_connect_outbox(struct maro_ctx *c, const char *endpoint)
+{
+	struct zsock *z = zsock_new(c, ZMQ_DEALER);
+	int one = 1, ivl = 100, max = 1000;
+
+	if (!z)
+		return NULL;
+	/* queue nothing for a peer that is not connected: the outbox keeps it */
+	zmq_setsockopt(z->s, ZMQ_IMMEDIATE, &one, sizeof one);
+	zmq_setsockopt(z->s, ZMQ_RECONNECT_IVL, &ivl, sizeof ivl);
+	zmq_setsockopt(z->s, ZMQ_RECONNECT_IVL_MAX, &max, sizeof max);
+	if (zmq_connect(z->s, endpoint) < 0) {
+		int e = errno;
+
+		zmq_close_sock(z, 0);
+		errno = e;
+		return NULL;
+	}
+	return z;
+}
+
+static int
+zmq_send_frame(void *sock, const void *to, size_t tolen, const void *p, size_t n)
+{
+	struct zsock *z = sock;
+
+	if (to && zmq_send(z->s, to, tolen, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0)
+		return -1;
+	return zmq_send(z->s, p, n, ZMQ_DONTWAIT) < 0 ? -1 : 0;
+}
+
+static int
+zmq_recv_frame(void *sock, const void **from, size_t *fromlen, const void **p, size_t *n)
+{
+	struct zsock *z = sock;
+	int type, more;
+	size_t olen = sizeof type;
+
+	zmq_getsockopt(z->s, ZMQ_TYPE, &type, &olen);
+	for (;;) {
+		if (type == ZMQ_ROUTER) {
+			if (zmq_msg_recv(&z->id, z->s, ZMQ_DONTWAIT) < 0)
+				return errno == EAGAIN ? 0 : -1;
+			if (!zmq_msg_more(&z->id))
+				continue;	/* an identity with no body: ignore */
+		}
+		if (zmq_msg_recv(&z->body, z->s, ZMQ_DONTWAIT) < 0)
+			return errno == EAGAIN ? 0 : -1;
+		more = zmq_msg_more(&z->body);
+		if (more) {
+			/* a multi-part message is not ours: drain and drop it */
+			while (zmq_msg_more(&z->body) && zmq_msg_recv(&z->body, z->s, ZMQ_DONTWAIT) >= 0)
+				;
+			*p = NULL;
+			*n = 0;
+		} else {
+			*p = zmq_msg_data(&z->body);
+			*n = zmq_msg_size(&z->body);
+		}
+		if (from) {
+			*from = type == ZMQ_ROUTER ? zmq_msg_data(&z->id) : NULL;
+			*fromlen = type == ZMQ_ROUTER ? zmq_msg_size(&z->id) : 0;
+		}
+		return 1;
+	}
+}
+
+static void *
+zmq_handle(void *sock)
+{
+	return ((struct zsock *)sock)->s;
+}
+
+const struct maro_driver maro_driver_zmq = {
+	.name = "zmq",
+	.bind = zmq_bind_inbox,
+	.connect = zmq_connect_outbox,
+	.close = zmq_close_sock,
+	.send = zmq_send_frame,
+	.recv = zmq_recv_frame,
+	.handle = zmq_handle,
+};

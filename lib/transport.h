@@ -1,0 +1,89 @@
+/*
+ * transport: how messages move between processes (maro(7), WIRE PROTOCOL).
+ *
+ * A context holds what every socket of a process shares: the ZeroMQ
+ * context, the registry handle, the group and the address to advertise.
+ * Inboxes bind and register a name; outboxes look names up and connect.
+ * The protocol driver below is the one place that knows ZeroMQ: another
+ * stack would add a driver without touching inbox, outbox or the tools.
+ *
+ * Frames (one ZeroMQ message part each):
+ *   header  4 bytes: 'm' 0x01 TYPE 0x00
+ *   DATA    TYPE 'D', then repeated: seq (u64 BE), length (u32 BE), one message (CBOR)
+ *   ACK     TYPE 'A', then repeated: first seq (u64 BE), count (u32 BE)
+ * A receiver acknowledges a message only after it handed it on.
+ */
+#ifndef MARO_TRANSPORT_H
+#define MARO_TRANSPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cborseq.h"
+#include "registry.h"
+
+#define MARO_FRAME_HEADER 4
+#define MARO_FRAME_DATA 'D'
+#define MARO_FRAME_ACK 'A'
+#define MARO_DATA_ITEM_HEADER 12
+#define MARO_ACK_ITEM 12
+
+struct maro_driver;
+
+struct maro_ctx {
+	void *zmq;
+	const struct maro_driver *driver;
+	struct maro_registry *reg;
+	char group[MARO_NAME_MAX + 1];
+	char advertise[MARO_HOST_MAX + 1];	/* tcp address to bind and advertise */
+	int use_ipc;				/* dir: registry and ipc transport */
+	char ipc_dir[512];
+	struct maro_cbor_limits limits;
+	size_t window;				/* unacknowledged messages per peer */
+	int64_t retry_us;			/* resend an unacknowledged message after this */
+	unsigned serial;			/* for unique ipc paths */
+};
+
+struct maro_ctx_opts {
+	const char *registry_url;	/* NULL: $MARO_REGISTRY or the default */
+	const char *group;		/* NULL: $MARO_GROUP or "maro" */
+	const char *advertise;		/* NULL: $MARO_ADVERTISE or derived */
+	const char *transport;		/* NULL: $MARO_TRANSPORT: "tcp" or "ipc" */
+	size_t max_message;		/* 0: 16 MiB */
+	size_t window;			/* 0: 4096 */
+};
+
+/*
+ * Opens the registry and the ZeroMQ context.  NULL on failure with errno and
+ * a message in errbuf (registry unreachable: ECONNREFUSED and friends).
+ */
+struct maro_ctx *maro_ctx_open(const struct maro_ctx_opts *o, char *errbuf, size_t errlen);
+void maro_ctx_close(struct maro_ctx *c);
+
+/*
+ * The protocol driver: bind, connect, send and receive frames.  Sockets are
+ * opaque; pollable() fills a zmq_pollitem_t-compatible record.
+ */
+struct maro_driver {
+	const char *name;
+	/* Binds an inbox at a fresh endpoint (written to endpoint). */
+	void *(*bind)(struct maro_ctx *c, char endpoint[MARO_ENDPOINT_MAX + 1]);
+	void *(*connect)(struct maro_ctx *c, const char *endpoint);
+	void (*close)(void *sock, int linger_ms);
+	/* 0 sent, -1 with errno (EAGAIN: would block). to/tolen: the peer (inbox side) */
+	int (*send)(void *sock, const void *to, size_t tolen, const void *p, size_t n);
+	/*
+	 * Receives one frame without blocking: 1 with *p, *n (valid until the
+	 * next recv on sock) and the sender's identity in from/fromlen (inbox
+	 * side), 0 when none is waiting, -1 on error.
+	 */
+	int (*recv)(void *sock, const void **from, size_t *fromlen, const void **p, size_t *n);
+	void *(*handle)(void *sock);	/* what zmq_poll takes */
+};
+
+extern const struct maro_driver maro_driver_zmq;
+
+/* Is this endpoint one a group member may advertise? (tcp://host:port, ipc://path) */
+int maro_endpoint_valid(const char *ep);
+
+#endif

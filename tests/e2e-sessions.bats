@@ -1,0 +1,224 @@
+#!/usr/bin/env bats
+# backends: dir redis
+# Sessions and collectives: blocking and async send, scatter, bcast,
+# receive by session id, with workers that are shell pipelines.
+
+load helpers
+
+setup_file() { redis_setup_file; }
+teardown_file() { redis_teardown_file; }
+setup() {
+	use_registry
+	export MARO_TTL=1s
+	cd "$BATS_TEST_TMPDIR"
+}
+teardown() { default_teardown; }
+
+lines() { [ -f "$1" ] && wc -l < "$1" || echo 0; }
+
+# worker NAME [JQ]: a shell worker that answers every task with JQ applied
+# to the request (default: payload doubled).  Sets WORKER to its bg pid.
+worker() {
+	bg 120 sh -c 'maro-recv -n "$1" -f json |
+		jq -c --unbuffered "$2" |
+		maro-msg reply -i json | maro-send' _ "$1" "${2:-.payload |= . * 2}"
+	WORKER=$BG_PID
+}
+
+# A worker that takes tasks and never answers.
+mute() {
+	bg 120 maro-recv -n "$1" -f cbor > /dev/null
+	WORKER=$BG_PID
+}
+
+live() { maro-peers -f json | grep -c "\"$1" || :; }
+
+@test "blocking send: a shell pipeline worker answers, the reply comes back" {
+	worker worker.1
+	run timeout 20 maro-send -p worker.1 -t double --json 21 -f payload -W 15s
+	assert_success
+	assert_output 42
+}
+
+@test "the reply keeps the session, swaps source and destination, completes the stage" {
+	worker worker.1
+	run timeout 20 sh -c 'maro-msg -t double --json 5 -n boss > req.cbor &&
+		maro-send -p worker.1 -W 15s < req.cbor > rep.cbor &&
+		maro-msg -f json < req.cbor && maro-msg -f json < rep.cbor'
+	assert_success
+	req=${lines[0]} rep=${lines[1]}
+	[ "$(jq -r .session_id <<< "$rep")" = "$(jq -r .session_id <<< "$req")" ]
+	[ "$(jq -r .message_id <<< "$rep")" != "$(jq -r .message_id <<< "$req")" ]
+	[ "$(jq -r .source <<< "$rep")" = worker.1 ]
+	[ "$(jq -r .destination <<< "$rep")" = boss ]
+	[ "$(jq -r .session_stage <<< "$rep")" = complete ]
+	[ "$(jq -r .payload <<< "$rep")" = 10 ]
+	jq -e '.reply_to | startswith("~boss.")' <<< "$rep"
+}
+
+@test "a notification is delivered, no reply awaited" {
+	bg 30 maro-recv -n sink -C 1 -f payload > out
+	recv=$BG_PID
+	run timeout 20 maro-send -p sink -t note -d hi --notification -W 10s
+	assert_success
+	assert_output ""
+	wait_exit "$recv" 10
+	[ "$(cat out)" = hi ]
+}
+
+@test "isend, then receive_by_id collects exactly those replies" {
+	worker worker.1
+	run timeout 20 maro-send -n master -p worker.1 -t double --json 4 --notification -W 10s
+	assert_success
+	run timeout 20 sh -c 'maro-send -n master -p worker.1 -t double -d 1 -d 2 --async -W 10s > sent'
+	assert_success
+	[ "$(maro-msg -f json < sent | jq -r .reply_to | sort -u)" = master ]
+	run timeout 20 maro-recv -n master --sessions-from sent -W 10s -f json
+	assert_success
+	[ "${#lines[@]}" -eq 2 ]
+	[ "$(printf '%s\n' "${lines[@]}" | jq -r .session_id | sort)" = \
+	  "$(maro-msg -f json < sent | jq -r .session_id | sort)" ]
+}
+
+@test "receive_by_id leaves unrelated messages for a later maro-recv" {
+	worker worker.1
+	run timeout 20 maro-send -p master -t unrelated -d keep-me --notification -W 1s
+	assert_failure 124	# nobody holds master yet: it waits, then gives up
+	bg 60 maro-send -n other -p master -t unrelated -d keep-me --notification -W 50s
+	pending=$BG_PID
+	run timeout 20 sh -c 'maro-send -n master -p worker.1 -t double --json 3 --async -W 10s > sent'
+	assert_success
+	run timeout 20 maro-recv -n master --sessions-from sent -W 10s -f payload
+	assert_success
+	assert_output 6
+	run timeout 20 maro-recv -n master -C 1 -W 10s -f payload
+	assert_success
+	assert_output keep-me
+	wait_exit "$pending" 20
+	[ "$status" -eq 0 ]
+}
+
+@test "missing replies: exit 1 with the missing session ids" {
+	worker worker.1
+	mute worker.2
+	run timeout 30 sh -c '{ maro-msg -t double -p worker.1 --json 1; maro-msg -t double -p worker.2 --json 2; } |
+		tee req.cbor | maro-scatter -W 3s -f payload'
+	assert_failure 1
+	assert_line 2
+	missing=$(maro-msg -f json < req.cbor | jq -r 'select(.destination == "worker.2") | .session_id')
+	assert_output --partial "no reply in session $missing"
+}
+
+@test "timeouts: 124 when no reply came" {
+	mute worker.9
+	run timeout 20 maro-send -p worker.9 -t double --json 1 -W 1s
+	assert_failure 124
+	assert_output --partial "no reply in session"
+}
+
+@test "a reply whose requester has gone is reported, not retried forever" {
+	run timeout 20 sh -c 'maro-msg -t double --json 1 -n boss |
+		maro-msg -f json | jq -c ".reply_to = \"~boss.deadbeef\" | .destination = \"w.1\"" |
+		maro-msg -i json | maro-msg reply -n w.1 | maro-send -W 10s'
+	assert_failure 1
+	assert_output --partial "not delivered to '~boss.deadbeef'"
+	assert_output --partial "gone"
+}
+
+@test "scatter: 1000 tasks over 4 workers, one killed half way: each answered once" {
+	for i in 1 2 3 4; do worker "worker.$i"; eval "w$i=\$WORKER"; done
+	wait_until 10 test "$(live worker.)" -eq 4
+	seq 1000 > tasks
+	bg 120 sh -c 'maro-scatter -P worker -t double --json-lines -W 100s -f json < tasks > out'
+	scatter=$BG_PID
+	wait_until 60 test "$(lines out)" -ge 300
+	kill -9 "$(child_pid "$w2" maro-recv)"
+	wait_exit "$scatter" 100
+	[ "$status" -eq 0 ]
+	[ "$(lines out)" -eq 1000 ]
+	# every task answered exactly once, with the right answer
+	jq -r .payload out | sort -n | cmp - <(seq 2 2 2000)
+	jq -r .session_id out | sort | uniq -d | wc -l | grep -qx 0
+	# the survivors did the rest
+	[ "$(jq -r .source out | sort -u | grep -c worker)" -ge 3 ]
+}
+
+@test "scatter: a worker that joins mid-run receives tasks" {
+	worker worker.1
+	mkfifo feed
+	bg 120 sh -c 'maro-scatter -P worker -t double --json-lines -W 100s -f json < feed > out'
+	scatter=$BG_PID
+	exec 3> feed
+	seq 1 50 >&3
+	wait_until 30 test "$(lines out)" -ge 50
+	worker worker.2
+	wait_until 10 test "$(live worker.)" -eq 2
+	seq 51 400 >&3
+	exec 3>&-
+	wait_exit "$scatter" 100
+	[ "$status" -eq 0 ]
+	[ "$(lines out)" -eq 400 ]
+	[ "$(jq -r 'select(.source == "worker.2") | .payload' out | wc -l)" -gt 0 ]
+}
+
+@test "scatter --ordered writes replies in input order" {
+	worker worker.1
+	worker worker.2
+	wait_until 10 test "$(live worker.)" -eq 2
+	run timeout 60 sh -c 'seq 200 | maro-scatter -P worker -t double --json-lines --window 3 --ordered -W 50s -f payload'
+	assert_success
+	[ "$output" = "$(seq 2 2 400)" ]
+}
+
+@test "iscatter: delivered messages out, replies collected by id" {
+	worker worker.1
+	worker worker.2
+	wait_until 10 test "$(live worker.)" -eq 2
+	run timeout 30 sh -c 'seq 10 | maro-scatter -n master -P worker -t double --json-lines --async -W 20s > sent'
+	assert_success
+	[ "$(maro-msg -f json < sent | wc -l)" -eq 10 ]
+	run timeout 30 maro-recv -n master --sessions-from sent -W 20s -f payload
+	assert_success
+	[ "$(printf '%s\n' "${lines[@]}" | sort -n)" = "$(seq 2 2 20)" ]
+}
+
+@test "bcast to 16 peers collects 16 replies with 16 distinct sources" {
+	for i in $(seq 16); do
+		bg 60 sh -c 'maro-recv -n "$1" -C 1 | maro-msg reply -n "$1" -d "pong from $1" | maro-send' _ "peer.$i"
+	done
+	run timeout 60 maro-bcast -e peer=16 -P peer -t ping -W 40s -f json
+	assert_success
+	[ "${#lines[@]}" -eq 16 ]
+	[ "$(printf '%s\n' "${lines[@]}" | jq -r .source | sort -u | wc -l)" -eq 16 ]
+	[ "$(printf '%s\n' "${lines[@]}" | jq -r .session_id | sort -u | wc -l)" -eq 1 ]
+	printf '%s\n' "${lines[@]}" | jq -e -s 'all(.payload == "pong from " + .source)'
+}
+
+@test "bcast: a peer that never replies is named, exit 1" {
+	worker worker.1
+	mute worker.2
+	wait_until 10 test "$(live worker.)" -eq 2
+	run timeout 30 maro-bcast -P worker -t double --json 1 -W 3s -f payload
+	assert_failure 1
+	assert_line 2
+	assert_output --partial "no reply from 'worker.2'"
+}
+
+@test "ibroadcast: one line per peer, receive_by_id waits for all" {
+	worker worker.1
+	worker worker.2
+	wait_until 10 test "$(live worker.)" -eq 2
+	run timeout 30 sh -c 'maro-bcast -n master -P worker -t double --json 7 --async -W 20s > sent'
+	assert_success
+	[ "$(maro-msg -f json < sent | wc -l)" -eq 2 ]
+	run timeout 30 maro-recv -n master --sessions-from sent -W 20s -f json
+	assert_success
+	[ "${#lines[@]}" -eq 2 ]
+	[ "$(printf '%s\n' "${lines[@]}" | jq -r .source | sort | tr '\n' ' ')" = "worker.1 worker.2 " ]
+}
+
+@test "bcast with no matching peer: 69" {
+	run timeout 10 maro-bcast -P nobody -t x -W 1s
+	assert_failure 69
+	assert_output --partial "no live peer matches 'nobody'"
+}

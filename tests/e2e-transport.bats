@@ -1,0 +1,181 @@
+#!/usr/bin/env bats
+# backends: dir redis
+# End to end: maro-send -> maro-recv across real processes, on the registry
+# backend under test (MARO_TEST_BACKEND), with a real redis-server for redis.
+
+load helpers
+
+setup_file() { redis_setup_file; }
+teardown_file() { redis_teardown_file; }
+setup() {
+	use_registry
+	export MARO_TTL=1s
+	cd "$BATS_TEST_TMPDIR"
+}
+teardown() { default_teardown; }
+
+# numbers FROM TO: notification messages whose payloads are FROM..TO, as CBOR
+numbers() {
+	seq "$1" "$2" | sed 's/.*/{"tag":"n","session_type":"notification","payload":&}/' |
+		maro-msg -i json
+}
+
+lines() { [ -f "$1" ] && wc -l < "$1" || echo 0; }
+
+@test "a stream of 10000 messages arrives complete and in order" {
+	numbers 1 10000 > in.cbor
+	bg 60 maro-recv -n sink -C 10000 -f payload > out
+	recv=$BG_PID
+	run timeout 60 maro-send -p sink < in.cbor
+	assert_success
+	wait_exit "$recv" 30
+	[ "$status" -eq 0 ]
+	seq 1 10000 | cmp - out
+}
+
+@test "two senders to one receiver: every message once" {
+	numbers 1 3000 > a.cbor
+	numbers 3001 6000 > b.cbor
+	bg 60 maro-recv -n sink -C 6000 -f payload > out
+	recv=$BG_PID
+	bg 60 maro-send -p sink < a.cbor
+	a=$BG_PID
+	bg 60 maro-send -p sink < b.cbor
+	b=$BG_PID
+	wait_exit "$a" 60; [ "$status" -eq 0 ]
+	wait_exit "$b" 60; [ "$status" -eq 0 ]
+	wait_exit "$recv" 30; [ "$status" -eq 0 ]
+	sort -n out | cmp - <(seq 1 6000)
+	# each sender's messages stay in order
+	awk '$1 <= 3000' out | cmp - <(seq 1 3000)
+	awk '$1 > 3000' out | cmp - <(seq 3001 6000)
+}
+
+@test "kill -9 of the receiver mid-stream: a new receiver gets the rest, nothing lost" {
+	numbers 1 100000 > in.cbor
+	bg 120 maro-recv -n sink -f payload > first
+	first=$BG_PID
+	bg 120 maro-send -p sink -W 100s < in.cbor
+	send=$BG_PID
+	wait_until 60 test "$(lines first)" -ge 20000
+	kill -9 "$(child_pid "$first" maro-recv)"
+	bg 120 maro-recv -n sink --takeover -f payload > second
+	second=$BG_PID
+	wait_exit "$send" 110
+	[ "$status" -eq 0 ]
+	kill -TERM "$(child_pid "$second" maro-recv)"
+	wait_exit "$second" 10
+	[ "$status" -eq 143 ]
+	# at least once across both outputs
+	cat first second | sort -n -u | cmp - <(seq 1 100000)
+	# duplicates only within the sender's in-flight window (4096)
+	dups=$(( $(cat first second | wc -l) - 100000 ))
+	echo "duplicates: $dups" >&3
+	[ "$dups" -le 4096 ]
+	[ "$(lines second)" -gt 0 ]
+}
+
+@test "a second receiver of a held name fails and names the holder" {
+	bg 30 maro-recv -n worker.1 -f payload > /dev/null
+	wait_until 10 sh -c 'maro-peers -f json | grep -q "\"worker.1\""'
+	run timeout 10 maro-recv -n worker.1 -W 1s
+	assert_failure 69
+	assert_output --partial "name 'worker.1' is held by pid $(child_pid "$BG_PID" maro-recv)"
+	assert_output --partial "$(hostname)"
+}
+
+@test "a killed receiver's entry disappears within the expiry" {
+	bg 30 maro-recv -n worker.7 > /dev/null
+	wait_until 10 sh -c 'maro-peers -f json | grep -q "\"worker.7\""'
+	kill -9 "$(child_pid "$BG_PID" maro-recv)"
+	wait_until 5 sh -c '! maro-peers -f json | grep -q "\"worker.7\""'
+}
+
+@test "a peer that never appears: 124 at the timeout, the message listed" {
+	run timeout 20 maro-send -p nobody -t hello -d x --notification -W 1s
+	assert_failure 124
+	assert_output --partial "not delivered to 'nobody'"
+	assert_output --partial "timed out: 1 not delivered"
+}
+
+@test "malformed stdin: 65 with the offset, the messages before it delivered" {
+	numbers 1 3 > in.cbor
+	good=$(wc -c < in.cbor)
+	printf '\xa1\x63tag' >> in.cbor
+	bg 30 maro-recv -n sink -C 3 -f payload > out
+	recv=$BG_PID
+	run timeout 20 maro-send -p sink < in.cbor
+	assert_failure 65
+	assert_output --partial "malformed input at byte offset $good"
+	wait_exit "$recv" 10
+	[ "$status" -eq 0 ]
+	printf '1\n2\n3\n' | cmp - out
+}
+
+@test "a message without a destination is malformed input" {
+	run timeout 20 sh -c 'maro-msg -t x -d y | maro-send'
+	assert_failure 65
+	assert_output --partial "no destination"
+}
+
+@test "Redis stopped and restarted mid-run: nothing lost, the receiver registers again" {
+	[ "$MARO_TEST_BACKEND" = redis ] || skip "needs the redis backend"
+	port=$(cat "$BATS_FILE_TMPDIR/redis/redis.port")
+	mkfifo feed
+	bg 120 maro-recv -n sink -C 3000 -f payload > out
+	recv=$BG_PID
+	bg 120 maro-send -p sink < feed
+	send=$BG_PID
+	exec 3> feed
+	numbers 1 1000 >&3
+	wait_until 30 test "$(lines out)" -ge 1000
+	sh "$MARO_TOP/scripts/test-redis" stop "$BATS_FILE_TMPDIR/redis"
+	numbers 1001 2000 >&3
+	wait_until 30 test "$(lines out)" -ge 2000
+	sh "$MARO_TOP/scripts/test-redis" start "$BATS_FILE_TMPDIR/redis" "$port"
+	wait_until 15 sh -c 'maro-peers -f json | grep -q "\"sink\""'
+	numbers 2001 3000 >&3
+	exec 3>&-
+	wait_exit "$send" 60; [ "$status" -eq 0 ]
+	wait_exit "$recv" 30; [ "$status" -eq 0 ]
+	seq 1 3000 | cmp - out
+}
+
+@test "Redis down at start: exit 69 with a clear message" {
+	[ "$MARO_TEST_BACKEND" = redis ] || skip "needs the redis backend"
+	run timeout 10 maro-recv -n x --registry redis://127.0.0.1:1/0
+	assert_failure 69
+	assert_output --partial "127.0.0.1:1"
+	run timeout 10 maro-send -p x -t a --registry redis://127.0.0.1:1/0
+	assert_failure 69
+}
+
+@test "a receiver with a filter leaves other messages to their sender" {
+	bg 30 maro-recv -n sink --tag keep -C 1 -f payload > out
+	recv=$BG_PID
+	run timeout 20 maro-send -p sink -t drop -d no --notification -W 2s
+	assert_failure 124
+	run timeout 20 maro-send -p sink -t keep -d yes --notification -W 10s
+	assert_success
+	wait_exit "$recv" 10
+	[ "$status" -eq 0 ]
+	[ "$(cat out)" = yes ]
+}
+
+@test "garbage and broken frames sent to an inbox neither crash nor wedge it" {
+	for transport in tcp ipc; do
+		[ "$transport" = ipc ] && [ "$MARO_TEST_BACKEND" = redis ] && continue
+		export MARO_TRANSPORT=$transport
+		bg 30 maro-recv -n sink -C 1 -f payload > out
+		recv=$BG_PID
+		wait_until 10 sh -c 'maro-peers -f json | grep -q "\"sink\""'
+		ep=$(maro-peers -f json | jq -r 'select(.name == "sink") | .endpoint')
+		run timeout 20 "$MARO_BIN/../tests/unit-tests" hostile "$ep"
+		assert_success
+		run timeout 20 maro-send -p sink -t ok -d honest --notification -W 10s
+		assert_success
+		wait_exit "$recv" 10
+		[ "$status" -eq 0 ]
+		[ "$(cat out)" = honest ]
+	done
+}

@@ -1,0 +1,70 @@
+#!/usr/bin/env bats
+# maro-scatter: command line, usage errors, help and version.
+
+load helpers
+
+setup() {
+	use_registry
+	cd "$BATS_TEST_TMPDIR"
+}
+teardown() { default_teardown; }
+
+@test "maro-scatter --help prints the usage to stdout and exits 0" {
+	run maro-scatter --help
+	assert_success
+	assert_line --index 0 --partial "usage: maro-scatter"
+	run maro-scatter -h
+	assert_success
+}
+
+@test "maro-scatter -V names the tool and the library versions" {
+	run maro-scatter -V
+	assert_success
+	assert_output --regexp "^maro-scatter [0-9.]+ \(libzmq [0-9.]+, hiredis [0-9.]+, libcbor [0-9.]+, jansson [0-9.]+\)$"
+}
+
+@test "maro-scatter: an unknown option is a usage error (2) on stderr" {
+	run --separate-stderr maro-scatter --no-such-option
+	assert_failure 2
+	[ -z "$output" ]
+	[[ "$stderr" == *"try 'maro-scatter --help'"* ]]
+}
+
+@test "maro-scatter: a bad duration is a usage error naming the flag" {
+	run maro-scatter -W 5x -n a -t x
+	assert_failure 2
+	assert_output --partial "invalid duration '5x' for -W"
+}
+
+@test "maro-scatter: an unreachable Redis registry is exit 69, named" {
+	run timeout 10 sh -c 'maro-msg -t x --notification | maro-scatter -n me --registry redis://127.0.0.1:1/0 -W 2s'
+	assert_failure 69
+	assert_output --partial "127.0.0.1:1"
+}
+
+@test "maro-scatter: --json-lines without -t, --async with --ordered, --window 0 are usage errors" {
+	run maro-scatter --json-lines
+	assert_failure 2
+	run maro-scatter -n m --async --ordered
+	assert_failure 2
+	run maro-scatter --window 0
+	assert_failure 2
+}
+
+@test "maro-scatter: a message without destination and no -P is malformed input" {
+	run timeout 10 sh -c 'maro-msg -t a -d x | maro-scatter -W 5s'
+	assert_failure 65
+	assert_output --partial "no destination"
+}
+
+@test "maro-scatter: invalid JSON line is 65 with its offset" {
+	run timeout 10 sh -c 'printf "1\n{\n" | maro-scatter -P w -t a --json-lines -W 2s'
+	assert_failure 65
+	assert_output --partial "byte offset 2"
+}
+
+@test "maro-scatter: empty input is done at once" {
+	run timeout 10 maro-scatter -P w -t a < /dev/null
+	assert_success
+	assert_output ""
+}

@@ -1,0 +1,78 @@
+#!/usr/bin/env bats
+# maro-send: command line, usage errors, help and version.
+
+load helpers
+
+setup() {
+	use_registry
+	cd "$BATS_TEST_TMPDIR"
+}
+teardown() { default_teardown; }
+
+@test "maro-send --help prints the usage to stdout and exits 0" {
+	run maro-send --help
+	assert_success
+	assert_line --index 0 --partial "usage: maro-send"
+	run maro-send -h
+	assert_success
+}
+
+@test "maro-send -V names the tool and the library versions" {
+	run maro-send -V
+	assert_success
+	assert_output --regexp "^maro-send [0-9.]+ \(libzmq [0-9.]+, hiredis [0-9.]+, libcbor [0-9.]+, jansson [0-9.]+\)$"
+}
+
+@test "maro-send: an unknown option is a usage error (2) on stderr" {
+	run --separate-stderr maro-send --no-such-option
+	assert_failure 2
+	[ -z "$output" ]
+	[[ "$stderr" == *"try 'maro-send --help'"* ]]
+}
+
+@test "maro-send: a bad duration is a usage error naming the flag" {
+	run maro-send -W 5x -n a -t x
+	assert_failure 2
+	assert_output --partial "invalid duration '5x' for -W"
+}
+
+@test "maro-send: an unreachable Redis registry is exit 69, named" {
+	run timeout 10 sh -c 'maro-msg -t x --notification | maro-send -n me --registry redis://127.0.0.1:1/0 -W 2s'
+	assert_failure 69
+	assert_output --partial "127.0.0.1:1"
+}
+
+@test "maro-send: -d without -t, -d with --json, -p with -P are usage errors" {
+	run maro-send -d x
+	assert_failure 2
+	assert_output --partial "-d and --json need -t TAG"
+	run maro-send -t a -d x --json 1
+	assert_failure 2
+	run maro-send -t a -p x -P y
+	assert_failure 2
+	assert_output --partial "-p and -P do not go together"
+}
+
+@test "maro-send: an invalid peer name is a usage error" {
+	run maro-send -t a -p 'bad name'
+	assert_failure 2
+	assert_output --partial "invalid peer name 'bad name'"
+}
+
+@test "maro-send: invalid JSON payload names line and column" {
+	run maro-send -t a -p x --json '{"a":'
+	assert_failure 2
+	assert_output --partial "invalid JSON payload"
+}
+
+@test "maro-send: empty input sends nothing and exits 0" {
+	run timeout 10 maro-send -p nobody < /dev/null
+	assert_success
+	assert_output ""
+}
+
+@test "maro-send --async without a name for task replies is a usage error" {
+	run timeout 10 maro-send -p x -t a --async
+	assert_failure 2
+	assert_output --partial "need a name"
+}

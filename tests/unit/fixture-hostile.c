@@ -1,0 +1,101 @@
+/*
+ * unit-tests hostile ENDPOINT: a broken or hostile peer for the bats suites.
+ * It throws at an inbox what an honest sender never sends: raw bytes on the
+ * socket, then ZeroMQ frames that are garbage, truncated, overrunning,
+ * multi-part, or carry CBOR that is not a message.  Exits 0 when all went.
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <zmq.h>
+
+#include "unit.h"
+
+static int
+raw_bytes(const char *ep)
+{
+	unsigned char junk[65536];
+	int fd = -1;
+	size_t i;
+
+	for (i = 0; i < sizeof junk; i++)
+		junk[i] = (unsigned char)(rand() & 0xff);
+	if (!strncmp(ep, "tcp://", 6)) {
+		struct sockaddr_in sa = { .sin_family = AF_INET };
+		char host[256];
+		const char *colon = strrchr(ep + 6, ':');
+
+		snprintf(host, sizeof host, "%.*s", (int)(colon - ep - 6), ep + 6);
+		sa.sin_port = htons((uint16_t)atoi(colon + 1));
+		inet_pton(AF_INET, host, &sa.sin_addr);
+		fd = socket(AF_INET, SOCK_STREAM, 0);
+		if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0)
+			return -1;
+	} else {
+		struct sockaddr_un su = { .sun_family = AF_UNIX };
+
+		snprintf(su.sun_path, sizeof su.sun_path, "%s", ep + 6);
+		fd = socket(AF_UNIX, SOCK_STREAM, 0);
+		if (connect(fd, (struct sockaddr *)&su, sizeof su) < 0)
+			return -1;
+	}
+	if (write(fd, junk, sizeof junk) < 0)
+		;	/* the inbox may hang up on us: that is its right */
+	close(fd);
+	return 0;
+}
+
+static int
+bad_frames(const char *ep)
+{
+	void *ctx = zmq_ctx_new(), *s = zmq_socket(ctx, ZMQ_DEALER);
+	static const unsigned char overrun[] = { 'm', 1, 'D', 0, 0, 0, 0, 0, 0, 0, 0, 1, 0xff, 0xff, 0xff, 0xff, 0xa0 };
+	static const unsigned char notmsg[] = { 'm', 1, 'D', 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 1, 0x01 };
+	static const unsigned char badcbor[] = { 'm', 1, 'D', 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 2, 0x1c, 0x00 };
+	static const unsigned char notag[] = { 'm', 1, 'D', 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 1, 0xa0 };
+	static const unsigned char deep[] = { 'm', 1, 'D', 0, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 3, 0x81, 0x81, 0x81 };
+	unsigned char junk[1000];
+	int linger = 2000, i;
+
+	for (i = 0; i < (int)sizeof junk; i++)
+		junk[i] = (unsigned char)(rand() & 0xff);
+	if (zmq_connect(s, ep) < 0)
+		return -1;
+	zmq_send(s, junk, sizeof junk, 0);
+	zmq_send(s, "m\1D", 3, 0);
+	zmq_send(s, "", 0, 0);
+	zmq_send(s, overrun, sizeof overrun, 0);
+	zmq_send(s, notmsg, sizeof notmsg, 0);
+	zmq_send(s, badcbor, sizeof badcbor, 0);
+	zmq_send(s, notag, sizeof notag, 0);
+	zmq_send(s, deep, sizeof deep, 0);
+	zmq_send(s, "m\1A\0", 4, 0);
+	zmq_send(s, "part", 4, ZMQ_SNDMORE);
+	zmq_send(s, "two", 3, 0);
+	zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
+	zmq_close(s);
+	zmq_ctx_term(ctx);
+	return 0;
+}
+
+int
+fixture_hostile(const char *endpoint)
+{
+	srand((unsigned)getpid());
+	if (raw_bytes(endpoint) < 0) {
+		perror("hostile: raw connect");
+		return 1;
+	}
+	if (bad_frames(endpoint) < 0) {
+		fprintf(stderr, "hostile: zmq connect: %s\n", zmq_strerror(zmq_errno()));
+		return 1;
+	}
+	printf("hostile: sent\n");
+	return 0;
+}

@@ -1,0 +1,128 @@
+#include <string.h>
+
+#include "event.h"
+#include "unit.h"
+
+static int
+parse(struct maro_event *e, const char *s, int *col)
+{
+	char err[200];
+
+	*col = 0;
+	return maro_event_parse(e, s, col, err, sizeof err);
+}
+
+static struct maro_event_msg
+msg(const char *source, const char *tag)
+{
+	struct maro_event_msg m = { maro_str_c(source), maro_str_c(tag) };
+	return m;
+}
+
+static void
+test_parse(void)
+{
+	struct maro_event e;
+	int col;
+
+	CHECK(parse(&e, "worker:update:10", &col) == 0 && e.nunits == 1 && e.units[0].amount == 10 &&
+	    !e.units[0].percent && !strcmp(e.units[0].source, "worker") && !strcmp(e.units[0].tag, "update"));
+	CHECK(parse(&e, "worker:update:60%", &col) == 0 && e.units[0].percent && e.units[0].amount == 60);
+	CHECK(parse(&e, "*:*:1", &col) == 0 && e.units[0].source[0] == 0 && e.units[0].tag[0] == 0);
+	/* AND binds tighter than OR */
+	CHECK(parse(&e, "a:t:1 OR b:t:1 AND c:t:1", &col) == 0 &&
+	    e.nodes[e.root].kind == MARO_EVENT_OR && e.nodes[e.root].nchild == 2 &&
+	    e.nodes[e.nodes[e.root].child[1]].kind == MARO_EVENT_AND);
+	CHECK(parse(&e, "(a:t:1 || b:t:1) && c:t:1", &col) == 0 && e.nodes[e.root].kind == MARO_EVENT_AND);
+	CHECK(parse(&e, "(worker_01:update:2 AND worker_02:update:3) OR worker_03:update:1", &col) == 0 &&
+	    e.nunits == 3 && e.nodes[e.root].kind == MARO_EVENT_OR);
+	/* the seed's tuples */
+	CHECK(parse(&e, "(\"worker_01:update:2\", \"worker_02:update:3\", \"AND\")", &col) == 0 &&
+	    e.nodes[e.root].kind == MARO_EVENT_AND && e.nunits == 2);
+	CHECK(parse(&e, "('worker_03:update:1', 'worker_04:update:5', 'OR')", &col) == 0 &&
+	    e.nodes[e.root].kind == MARO_EVENT_OR);
+	CHECK(parse(&e, "((\"worker_01:update:2\", \"worker_02:update:3\", \"AND\"), \"worker_03:update:1\", \"OR\")", &col) == 0 &&
+	    e.nodes[e.root].kind == MARO_EVENT_OR && e.nunits == 3 &&
+	    e.nodes[e.nodes[e.root].child[0]].kind == MARO_EVENT_AND);
+	/* faults and their columns */
+	CHECK(parse(&e, "worker:update", &col) < 0 && col == 14);
+	CHECK(parse(&e, "worker:update:0", &col) < 0 && col == 15);
+	CHECK(parse(&e, "worker:update:150%", &col) < 0);
+	CHECK(parse(&e, "a:t:1 AND", &col) < 0 && col == 10);
+	CHECK(parse(&e, "(a:t:1 OR b:t:1", &col) < 0 && col == 1);
+	CHECK(parse(&e, "a:t:1 b:t:1", &col) < 0 && col == 7);
+	CHECK(parse(&e, ":t:1", &col) < 0 && col == 1);
+	CHECK(parse(&e, "a:t:x", &col) < 0 && col == 5);
+	CHECK(parse(&e, "(\"a:t:1\", \"AND\")", &col) < 0);
+	CHECK(parse(&e, "(\"a:t:1\", \"b:t:1\")", &col) < 0);
+	CHECK(parse(&e, "", &col) < 0 && col == 1);
+}
+
+static void
+test_match(void)
+{
+	struct maro_event e;
+	unsigned char take[8];
+	unsigned have[4], need[4], live[4] = { 0 };
+	struct maro_event_msg m[8];
+	int col;
+
+	/* seed example 1: 60% of 5 live workers is 3 */
+	parse(&e, "worker:update:60%", &col);
+	m[0] = msg("worker.1", "update");
+	m[1] = msg("worker.2", "update");
+	m[2] = msg("master", "update");
+	m[3] = msg("worker.3", "other");
+	m[4] = msg("worker.4", "update");
+	live[0] = 5;
+	CHECK(maro_event_match(&e, m, 2, live, take, have, need) == 0 && have[0] == 2 && need[0] == 3);
+	CHECK(maro_event_match(&e, m, 5, live, take, have, need) == 1 &&
+	    take[0] && take[1] && !take[2] && !take[3] && take[4]);
+	/* a dead worker lowers the bar: 60% of 3 is 2 */
+	live[0] = 3;
+	CHECK(maro_event_match(&e, m, 2, live, take, NULL, NULL) == 1);
+	/* no live peers yet: keep waiting */
+	live[0] = 0;
+	CHECK(maro_event_match(&e, m, 5, live, take, NULL, NULL) == 0);
+	/* rounded up, at least 1 */
+	parse(&e, "worker:update:10%", &col);
+	live[0] = 3;
+	CHECK(maro_event_need(&e.units[0], 3) == 1 && maro_event_need(&e.units[0], 11) == 2);
+
+	/* seed example 2: AND consumes for both parts */
+	parse(&e, "(\"worker_01:update:2\", \"worker_02:update:3\", \"AND\")", &col);
+	m[0] = msg("worker_01", "update");
+	m[1] = msg("worker_02", "update");
+	m[2] = msg("worker_01", "update");
+	m[3] = msg("worker_02", "update");
+	m[4] = msg("worker_02", "update");
+	m[5] = msg("worker_01", "update");
+	CHECK(maro_event_match(&e, m, 4, live, take, NULL, NULL) == 0);
+	CHECK(maro_event_match(&e, m, 6, live, take, NULL, NULL) == 1 &&
+	    take[0] && take[1] && take[2] && take[3] && take[4] && !take[5]);
+
+	/* seed example 3: OR takes the first branch that holds, in order */
+	parse(&e, "((\"worker_01:update:2\", \"worker_02:update:3\", \"AND\"), \"worker_03:update:1\", \"OR\")", &col);
+	m[0] = msg("worker_03", "update");
+	m[1] = msg("worker_01", "update");
+	CHECK(maro_event_match(&e, m, 2, live, take, NULL, NULL) == 1 && take[0] && !take[1]);
+
+	/* each message once, even when it matches several units */
+	parse(&e, "worker:update:1 AND worker_01:update:1", &col);
+	m[0] = msg("worker_01", "update");
+	CHECK(maro_event_match(&e, m, 1, live, take, NULL, NULL) == 0);
+	m[1] = msg("worker_01", "update");
+	CHECK(maro_event_match(&e, m, 2, live, take, NULL, NULL) == 1 && take[0] && take[1]);
+
+	/* prefix, not substring, matching */
+	parse(&e, "worker:*:1", &col);
+	m[0] = msg("coworker", "x");
+	CHECK(maro_event_match(&e, m, 1, live, take, NULL, NULL) == 0);
+}
+
+void
+test_event(void)
+{
+	test_parse();
+	test_match();
+}
