@@ -159,8 +159,21 @@ route(struct dist *d, const uint8_t *p, size_t n)
 	}
 	snprintf(dest, sizeof dest, "%.*s", (int)to.n, to.p);
 	d->enc.len = 0;
-	if (maro_msg_encode(&m, &d->enc) < 0 || maro_outbox_put(d->ob, dest, d->enc.p, d->enc.len) < 0)
-		maro_warn("cannot send to '%s': %s", dest, strerror(errno));
+	if (maro_msg_encode(&m, &d->enc) < 0)
+		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+	/* a full window to dest: wait for its acknowledgements, never drop */
+	while (maro_outbox_put(d->ob, dest, d->enc.p, d->enc.len) < 0) {
+		zmq_pollitem_t items[1024];
+		int k;
+
+		if (errno != EAGAIN || maro_signal) {
+			maro_warn("cannot send to '%s': %s", dest, strerror(errno));
+			return;
+		}
+		maro_outbox_run(d->ob);
+		k = maro_outbox_pollitems(d->ob, items, 1024);
+		zmq_poll(items, k, 100);
+	}
 }
 
 /* The reply to request (p, n) with a payload line from a --raw handler. */

@@ -492,6 +492,7 @@ main(int argc, char **argv)
 			refresh_peers(&s);
 			next_refresh = now + 250000;
 		}
+		maro_outbox_run(s.ob);	/* acknowledgements make room */
 		/* give work: re-queued tasks first, then new input */
 		for (;;) {
 			const uint8_t *ip;

@@ -403,6 +403,8 @@ main(int argc, char **argv)
 		int64_t wake;
 		long ms;
 
+		/* acknowledgements first: they make room for more input */
+		maro_outbox_run(s.ob);
 		/* take input while every window has room */
 		while (!input_done && flush_staged(&s)) {
 			const uint8_t *p;

@@ -45,8 +45,9 @@ raw_bytes(const char *ep)
 		if (connect(fd, (struct sockaddr *)&su, sizeof su) < 0)
 			return -1;
 	}
-	if (write(fd, junk, sizeof junk) < 0)
-		;	/* the inbox may hang up on us: that is its right */
+	if (write(fd, junk, sizeof junk) < 0) {
+		/* the inbox may hang up on us: that is its right */
+	}
 	close(fd);
 	return 0;
 }

@@ -1,0 +1,98 @@
+#!/usr/bin/env bats
+# backends: dir redis
+# maro-dist: handlers run per trigger and as coprocesses.
+
+load helpers
+
+setup_file() { redis_setup_file; }
+teardown_file() { redis_teardown_file; }
+setup() {
+	use_registry
+	export MARO_TTL=1s
+	cd "$BATS_TEST_TMPDIR"
+}
+teardown() { default_teardown; }
+
+live() { maro-peers -f json | grep -c "\"$1" || :; }
+
+@test "usage: a handler is needed, --exit goes after --on, events are checked" {
+	run maro-dist -n w
+	assert_failure 2
+	run maro-dist -n w --exit
+	assert_failure 2
+	run maro-dist -n w --on 'bad' true
+	assert_failure 2
+	assert_output --partial "column"
+	run maro-dist -n w --on 'a:b:1'
+	assert_failure 2
+	assert_output --partial "needs a command"
+}
+
+@test "per-trigger handler: messages on stdin, replies back, MARO_* set" {
+	bg 60 maro-dist -n worker.1 --on '*:double:1' \
+		'maro-msg -f json | jq -c --arg n "$MARO_NAME/$MARO_TYPE/$MARO_EVENT" ".payload |= [. * 2, \$n]" | maro-msg -i json reply'
+	run timeout 30 maro-send -p worker.1 -t double --json 21 -W 20s -f payload
+	assert_success
+	assert_output '[42,"worker.1/worker/*:double:1"]'
+}
+
+@test "coprocess handler with --raw: one long-lived awk answers many tasks" {
+	bg 60 maro-dist -n worker.1 --raw --co '*:square:1' 'awk "{ print \$1 * \$1; fflush() }"'
+	run timeout 30 sh -c 'seq 50 | maro-scatter -P worker -t square --json-lines --window 4 --ordered -W 20s -f payload'
+	assert_success
+	[ "$output" = "$(seq 50 | awk '{ print $1 * $1 }')" ]
+	# one awk, not fifty
+	[ "$(pgrep -c -P "$(child_pid "$BG_PID" maro-dist)")" -eq 1 ]
+}
+
+@test "a failing handler is reported, its messages retried until it succeeds" {
+	bg 60 maro-dist -n worker.1 --on '*:flaky:1' \
+		'if [ -e ok ]; then maro-msg reply -d done; else touch ok; exit 3; fi' 2> err
+	run timeout 30 maro-send -p worker.1 -t flaky -d x -W 25s -f payload
+	assert_success
+	assert_output done
+	grep -q "exited 3" err
+}
+
+@test "an exit event ends the loop with 0, after the other handlers" {
+	bg 60 maro-dist -n worker.1 --on '*:work:1' 'maro-msg reply' --on '*:stop:1' --exit
+	dist=$BG_PID
+	run timeout 20 maro-send -p worker.1 -t work -d a -W 15s -f payload
+	assert_success
+	assert_output a
+	run timeout 20 maro-send -p worker.1 -t stop --notification -W 15s
+	assert_success
+	wait_exit "$dist" 10
+	[ "$status" -eq 0 ]
+	[ "$(live worker.1)" -eq 0 ]
+}
+
+@test "SIGTERM stops cleanly: 143, entry gone, coprocess gone" {
+	bg 60 maro-dist -n worker.1 --raw --co '*:x:1' 'cat'
+	dist=$(child_pid "$BG_PID" maro-dist)
+	co=$(child_pid "$dist" sh)
+	wait_until 10 test "$(live worker.1)" -eq 1
+	kill -TERM "$dist"
+	wait_exit "$BG_PID" 10
+	[ "$status" -eq 143 ]
+	[ "$(live worker.1)" -eq 0 ]
+	! kill -0 "$co" 2>/dev/null
+}
+
+@test "a master/worker round: dist workers, scatter, wait-event on progress" {
+	for i in 1 2 3; do
+		bg 60 maro-dist -n "worker.$i" --raw --co 'master:square:1' \
+			'awk "{ print \$1 * \$1; fflush() }"' \
+			--on 'master:report:1' '(maro-send -n "$MARO_NAME" -p master -t progress -d "$MARO_NAME" --notification -W 20s >/dev/null &); maro-msg reply -d ok'
+	done
+	wait_until 10 test "$(live worker.)" -eq 3
+	run timeout 30 sh -c 'seq 30 | maro-scatter -n master -P worker -t square --json-lines -W 20s -f payload | sort -n'
+	assert_success
+	[ "$output" = "$(seq 30 | awk '{ print $1 * $1 }' | sort -n)" ]
+	run timeout 30 maro-bcast -n master -P worker -t report -W 20s -f payload
+	assert_success
+	[ "${#lines[@]}" -eq 3 ]
+	run timeout 30 maro-wait-event -n master -W 20s -f payload 'worker:progress:100%'
+	assert_success
+	[ "$(printf '%s\n' "${lines[@]}" | sort | tr '\n' ' ')" = "worker.1 worker.2 worker.3 " ]
+}

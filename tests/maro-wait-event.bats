@@ -1,0 +1,111 @@
+#!/usr/bin/env bats
+# backends: dir redis
+# maro-wait-event: the register table's conditions, end to end.
+
+load helpers
+
+setup_file() { redis_setup_file; }
+teardown_file() { redis_teardown_file; }
+setup() {
+	use_registry
+	export MARO_TTL=1s
+	cd "$BATS_TEST_TMPDIR"
+}
+teardown() { default_teardown; }
+
+# note SOURCE TAG [N]: N notifications from SOURCE to master, delivered in the background
+note() {
+	local i
+	for i in $(seq "${3:-1}"); do
+		bg 60 maro-send -n "$1" -p master -t "$2" -d "$1#$i" --notification -W 50s
+	done
+}
+
+# idle NAME: a live peer that does nothing (for percentages)
+idle() { bg 120 maro-recv -n "$1" > /dev/null; }
+live() { maro-peers -f json | grep -c "\"$1" || :; }
+
+@test "an invalid event is a usage error pointing at the column" {
+	run maro-wait-event -n master 'worker:update'
+	assert_failure 2
+	assert_output --partial "invalid event at column 14"
+	assert_output --partial "^"
+	run maro-wait-event -n master 'a:t:1 AND'
+	assert_failure 2
+	run maro-wait-event -n master
+	assert_failure 2
+}
+
+@test "seed example: worker:update:10 takes ten, leaves the rest" {
+	note worker.1 update 6
+	note worker.2 update 6
+	run timeout 30 maro-wait-event -n master -W 20s -f payload 'worker:update:10'
+	assert_success
+	[ "${#lines[@]}" -eq 10 ]
+	# the two surplus messages wait for the next receiver of the name
+	run timeout 30 maro-recv -n master -C 2 -W 20s -f payload
+	assert_success
+	[ "${#lines[@]}" -eq 2 ]
+}
+
+@test "seed example: the AND tuple consumes both parts" {
+	note worker_01 update 2
+	note worker_02 update 3
+	run timeout 30 maro-wait-event -n master -W 20s -f payload \
+		'("worker_01:update:2", "worker_02:update:3", "AND")'
+	assert_success
+	[ "$(printf '%s\n' "${lines[@]}" | grep -c worker_01)" -eq 2 ]
+	[ "$(printf '%s\n' "${lines[@]}" | grep -c worker_02)" -eq 3 ]
+}
+
+@test "seed example: the mixed tuple takes the OR branch that holds" {
+	note worker_03 update 1
+	note worker_01 update 1
+	run timeout 30 maro-wait-event -n master -W 20s -f payload \
+		'(("worker_01:update:2", "worker_02:update:3", "AND"), "worker_03:update:1", "OR")'
+	assert_success
+	assert_output 'worker_03#1'
+	# worker_01's lone update was not consumed
+	run timeout 30 maro-recv -n master -C 1 -W 20s -f payload
+	assert_output 'worker_01#1'
+}
+
+@test "60% of 5 live workers is 3" {
+	for i in 1 2 3 4 5; do idle "worker.$i"; done
+	wait_until 10 test "$(live worker.)" -eq 5
+	note w-x update 1   # not a worker: does not count
+	note worker.1 update 2
+	run timeout 5 maro-wait-event -n master -W 2s -q 'worker:update:60%'
+	assert_failure 124
+	note worker.2 update 1
+	run timeout 30 maro-wait-event -n master -W 20s -f payload 'worker:update:60%'
+	assert_success
+	[ "${#lines[@]}" -eq 3 ]
+}
+
+@test "a worker killed mid-wait lowers the 60% bar" {
+	for i in 1 2 3 4 5; do idle "worker.$i"; eval "p$i=\$BG_PID"; done
+	wait_until 10 test "$(live worker.)" -eq 5
+	note worker.1 update 2
+	bg 60 maro-wait-event -n master -W 50s -f payload 'worker:update:60%'
+	waiter=$BG_PID
+	kill -9 "$(child_pid "$p5" maro-recv)"
+	kill -9 "$(child_pid "$p4" maro-recv)"
+	# 60% of 3 is 2: the two updates suffice
+	wait_exit "$waiter" 30
+	[ "$status" -eq 0 ]
+}
+
+@test "timeout: 124 with what is still missing" {
+	note worker.1 update 1
+	run timeout 10 maro-wait-event -n master -W 1s 'worker:update:3'
+	assert_failure 124
+	assert_output --partial "still missing: worker:update 1/3"
+}
+
+@test "-q prints nothing; && chains on success" {
+	note worker.1 done 1
+	run timeout 30 sh -c 'maro-wait-event -n master -q -W 20s "worker:done:1" && echo next-step'
+	assert_success
+	assert_output next-step
+}
