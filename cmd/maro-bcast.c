@@ -299,6 +299,7 @@ main(int argc, char **argv)
 					maro_requester_expect(&b.rq, d.msg.session_id, 1);
 					maro_info("ignoring a reply from '%s'", src);
 				} else {
+					maro_outbox_settle(b.ob, src, d.msg.session_id);
 					output(&b, d.p, d.n);
 					b.replies++;
 				}

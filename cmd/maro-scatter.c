@@ -326,6 +326,8 @@ task_answered(struct scatter *s, struct maro_delivery *d)
 		return;
 	t->done = 1;
 	s->ndone++;
+	if (t->peer != NO_PEER)
+		maro_outbox_settle(s->ob, s->peers[t->peer].name, d->msg.session_id);
 	if (t->peer != NO_PEER && s->peers[t->peer].inflight)
 		s->peers[t->peer].inflight--;
 	free(t->msg);

@@ -154,11 +154,11 @@ missing_one(void *arg, const char *key, size_t len, unsigned count)
 }
 
 static void
-open_replies(struct sender *s)
+open_replies(struct sender *s, const char *owner)
 {
 	char errbuf[512];
 
-	if (maro_requester_open(&s->rq, s->c, s->name, errbuf, sizeof errbuf) < 0)
+	if (maro_requester_open(&s->rq, s->c, owner, errbuf, sizeof errbuf) < 0)
 		maro_die(MARO_EXIT_UNAVAILABLE, "cannot open a reply inbox: %s", errbuf);
 }
 
@@ -214,8 +214,13 @@ take(struct sender *s, const uint8_t *p, size_t n, struct maro_err *err)
 	request = m.type == MARO_SESSION_TASK && m.stage == MARO_STAGE_REQUEST;
 	if (request && !m.reply_to.p) {
 		if (!s->async) {
-			if (!s->rq.inbox)
-				open_replies(s);
+			if (!s->rq.inbox) {
+				char *src = m.source.p ? maro_str_dup(m.source) : NULL;
+
+				/* the reply inbox carries its owner's name: ~NAME.xxxxxxxx */
+				open_replies(s, src && maro_name_valid(src) ? src : s->name);
+				free(src);
+			}
 			m.reply_to = maro_str_c(s->rq.name);
 		} else if (s->name) {
 			m.reply_to = maro_str_c(s->name);
@@ -296,6 +301,11 @@ drain_replies(struct sender *s)
 	struct maro_delivery d;
 
 	while (maro_requester_next(&s->rq, &d) == 1) {
+		char src[MARO_NAME_MAX + 1];
+
+		/* a reply proves its request arrived, acknowledged or not */
+		snprintf(src, sizeof src, "%.*s", (int)d.msg.source.n, d.msg.source.p ? d.msg.source.p : "");
+		maro_outbox_settle(s->ob, src, d.msg.session_id);
 		output(s, d.p, d.n);
 		if (s->out_error)
 			return;
@@ -506,7 +516,8 @@ main(int argc, char **argv)
 		if (status == MARO_EXIT_TIMEOUT && (undelivered || missing)) {
 			if (!s.quiet)
 				maro_warn("timed out: %zu not delivered, %zu replies missing", undelivered, missing);
-			if (s.delivered || s.replies_got)
+			/* replies were awaited: none at all is a timeout, some is incomplete */
+			if (s.rq.inbox ? s.replies_got > 0 : s.delivered > 0)
 				status = MARO_EXIT_INCOMPLETE;
 		} else if (status == MARO_EXIT_OK) {
 			status = MARO_EXIT_INCOMPLETE;

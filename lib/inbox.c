@@ -305,13 +305,16 @@ maro_inbox_flush(struct maro_inbox *ib)
 
 		if (!p->acks.len)
 			continue;
-		/* a peer that went away cannot take its acks: that is fine, it resends */
-		if (ib->c->driver->send(ib->sock, p->id, p->idlen, p->acks.p, p->acks.len) < 0 &&
-		    errno != EHOSTUNREACH && errno != EAGAIN)
-			rc = -1;
+		if (ib->c->driver->send(ib->sock, p->id, p->idlen, p->acks.p, p->acks.len) < 0) {
+			if (errno == EAGAIN) {
+				rc = -1;	/* its queue is full: keep them for the next flush */
+				continue;
+			}
+			/* a peer that went away cannot take its acks: it resends elsewhere */
+		}
 		p->acks.len = 0;
+		ib->npending--;
 	}
-	ib->npending = 0;
 	return rc;
 }
 

@@ -241,6 +241,33 @@ maro_outbox_drop(struct maro_outbox *ob, const char *name)
 	return n;
 }
 
+size_t
+maro_outbox_settle(struct maro_outbox *ob, const char *name, struct maro_str session_id)
+{
+	struct dest *d = session_id.p ? dest_get(ob, name, 0) : NULL;
+	struct maro_err err;
+	size_t n = 0;
+	uint64_t s;
+
+	if (!d)
+		return 0;
+	for (s = d->head; s < d->tail; s++) {
+		struct entry *e = &d->ring[s & d->mask];
+		struct maro_msg m;
+
+		if (e->acked || maro_msg_decode(&m, e->p, e->n, &err) < 0 ||
+		    m.session_id.n != session_id.n || memcmp(m.session_id.p, session_id.p, session_id.n))
+			continue;
+		if (ob->ack)
+			ob->ack(ob->fail_arg, d->name, e->p, e->n);
+		entry_done(ob, d, e);
+		ob->acked++;
+		n++;
+	}
+	advance_head(d);
+	return n;
+}
+
 static void
 dest_connect(struct maro_outbox *ob, struct dest *d, const char *endpoint)
 {
@@ -401,6 +428,10 @@ maro_outbox_deadline(const struct maro_outbox *ob)
 			continue;
 		if (!d->sock && d->next_lookup < t)
 			t = d->next_lookup;
+		/* unsent (the socket said EAGAIN): poll says when it can take more,
+		 * but a connection that completes does not always say so: look again soon */
+		if (d->sock && d->next < d->tail && maro_now_us() + 50000 < t)
+			t = maro_now_us() + 50000;
 		if (d->head < d->next && d->ring[d->head & d->mask].sent + d->retry_us < t)
 			t = d->ring[d->head & d->mask].sent + d->retry_us;
 	}

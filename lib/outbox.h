@@ -46,6 +46,12 @@ int maro_outbox_put(struct maro_outbox *ob, const char *dest, const uint8_t *p, 
  * goes elsewhere): they are freed without callbacks.  Returns how many.
  */
 size_t maro_outbox_drop(struct maro_outbox *ob, const char *dest);
+/*
+ * A reply in session_id came back from dest: the requests to dest in that
+ * session were delivered, whether or not their acknowledgement arrives.
+ * Returns how many were settled.
+ */
+size_t maro_outbox_settle(struct maro_outbox *ob, const char *dest, struct maro_str session_id);
 /* Fills up to max poll items for the sockets that have work; returns how many. */
 int maro_outbox_pollitems(struct maro_outbox *ob, zmq_pollitem_t *items, int max);
 /* Reads acknowledgements, sends, resends, looks stalled peers up again.  0 or -1 (errno). */

@@ -1,82 +1,42 @@
 /*
- * registry: the common part, and both backends (dir: and redis://).
- *
- * dir:PATH keeps one directory per group.  NAME.entry holds an entry as
- * key=value lines, replaced atomically (write, rename).  Each handle holds
- * an open-file-description lock on a lock file of its own for its whole
- * life; an entry names that file, so a reader knows its owner is alive
- * (F_OFD_GETLK) the moment the kernel releases the lock of a killed
- * process.  A group-wide flock serialises register, heartbeat and
- * unregister, so two registrants cannot both win a name and a heartbeat
- * cannot overwrite a takeover.  Readers never delete.
- *
- * redis:// keeps a hash per entry, maro:GROUP:m:NAME, with a TTL, and a
- * sorted set maro:GROUP:members scored by expiry time in the server's clock.
- * Lua scripts make check-and-set atomic; only the owner's token refreshes
- * or removes an entry.
+ * registry: the common part.  URL dispatch, validation of what goes in and
+ * comes out, the entries a handle owns (re-sent at every heartbeat), and
+ * the stored field format both backends share (registry-impl.h).
  */
-#include <ctype.h>
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <netinet/in.h>
-#include <arpa/inet.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
-#include <hiredis/hiredis.h>
-
 #include "cli.h"
-#include "message.h"
-#include "registry.h"
+#include "registry-impl.h"
 
-#define MAX_OWN 16
-
-struct maro_registry {
-	int redis;
-	char group[MARO_NAME_MAX + 1];
-	int64_t ttl_ms;
-	char err[512];
-	char token[MARO_UUID_LEN + 1];
-	struct maro_entry own[MAX_OWN];
-	int nown;
-	/* dir */
-	char dir[PATH_MAX];
-	int lockfd;
-	char lockname[64];
-	/* redis */
-	redisContext *rc;
-	char host[256];
-	int port, db;
-	char *user, *password;
-	char local[64];
+enum {
+	F_NAME = 1 << 0, F_TYPE = 1 << 1, F_ENDPOINT = 1 << 2, F_HOST = 1 << 3,
+	F_PID = 1 << 4, F_HB = 1 << 5, F_TTL = 1 << 6, F_TOKEN = 1 << 7,
+	F_REQUIRED = (1 << 8) - 1,
 };
 
-static int seterr(struct maro_registry *r, int e, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int
-seterr(struct maro_registry *r, int e, const char *fmt, ...)
+int
+maro_registry_fail(struct maro_registry *r, int err, const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(r->err, sizeof r->err, fmt, ap);
 	va_end(ap);
-	errno = e;
+	errno = err;
 	return -1;
 }
 
-static int64_t
-wall_ms(void)
+int64_t
+maro_registry_wall_ms(void)
 {
 	struct timespec ts;
 
@@ -87,13 +47,13 @@ wall_ms(void)
 const char *
 maro_registry_default_url(void)
 {
-	static char url[PATH_MAX];
+	static char url[PATH_MAX + 8];
 	const char *xdg = getenv("XDG_RUNTIME_DIR");
 
-	if (xdg && *xdg)
+	if (xdg && *xdg == '/' && strlen(xdg) < PATH_MAX - 16)
 		snprintf(url, sizeof url, "dir:%s/maro", xdg);
 	else
-		snprintf(url, sizeof url, "dir:/tmp/maro-%ld", (long)getuid());
+		snprintf(url, sizeof url, "dir:/tmp/maro-%lu", (unsigned long)getuid());
 	return url;
 }
 
@@ -108,19 +68,433 @@ maro_name_type(const char *name, char type[MARO_NAME_MAX + 1])
 	type[n] = '\0';
 }
 
+static int
+name_char(unsigned char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	    c == '.' || c == '_' || c == '-';
+}
+
 int
 maro_name_valid(const char *name)
 {
-	size_t i = 0, n = strlen(name);
+	size_t i = name[0] == '~', n = strnlen(name, MARO_NAME_MAX + 1);
 
-	if (n && name[0] == '~')
-		i = 1;
 	if (n == i || n > MARO_NAME_MAX)
 		return 0;
 	for (; i < n; i++)
-		if (!isalnum((unsigned char)name[i]) && name[i] != '.' && name[i] != '_' && name[i] != '-')
+		if (!name_char((unsigned char)name[i]))
 			return 0;
 	return 1;
+}
+
+static int
+type_valid(const char *type)
+{
+	return maro_name_valid(type) && type[0] != '~';
+}
+
+/* Visible ASCII, no space: hosts and endpoints. */
+static int
+visible(const char *s, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if ((unsigned char)s[i] <= ' ' || (unsigned char)s[i] >= 0x7f)
+			return 0;
+	return 1;
+}
+
+int
+maro_registry_endpoint_ok(const char *s, size_t n)
+{
+	size_t i, colon;
+	unsigned long port = 0;
+
+	if (n > MARO_ENDPOINT_MAX || !visible(s, n))
+		return 0;
+	if (n > 6 && !memcmp(s, "ipc://", 6))
+		return 1;
+	if (n <= 6 || memcmp(s, "tcp://", 6) != 0 || memchr(s, '*', n))
+		return 0;
+	for (colon = n; colon > 6 && s[colon - 1] != ':'; colon--)
+		;
+	if (colon <= 7 || colon == n || n - colon > 5)
+		return 0;
+	for (i = colon; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return 0;
+		port = port * 10 + (unsigned long)(s[i] - '0');
+	}
+	return port >= 1 && port <= 65535;
+}
+
+/*
+ * Free text as every reader may print it: control characters become
+ * spaces and bytes that are not UTF-8 become '?', so JSON encoders and
+ * terminals get nothing they choke on.
+ */
+static void
+clean_text(char *s)
+{
+	unsigned char *p = (unsigned char *)s;
+
+	while (*p) {
+		size_t len = 0, i;
+		unsigned c = *p;
+
+		if (c < 0x80) {
+			if (c < ' ' || c == 0x7f)
+				*p = ' ';
+			p++;
+			continue;
+		}
+		if (c >= 0xc2 && c <= 0xdf)
+			len = 2;
+		else if (c >= 0xe0 && c <= 0xef)
+			len = 3;
+		else if (c >= 0xf0 && c <= 0xf4)
+			len = 4;
+		for (i = 1; i < len; i++)
+			if ((p[i] & 0xc0) != 0x80)
+				break;
+		/* overlong, surrogate and out-of-range forms are not UTF-8 either */
+		if (len && i == len && !((c == 0xe0 && p[1] < 0xa0) || (c == 0xed && p[1] >= 0xa0) ||
+		    (c == 0xf0 && p[1] < 0x90) || (c == 0xf4 && p[1] >= 0x90))) {
+			p += len;
+			continue;
+		}
+		*p++ = '?';
+	}
+}
+
+static int
+text_field(char *dst, size_t cap, const char *v, size_t n)
+{
+	if (n >= cap || memchr(v, '\0', n))
+		return -1;
+	memcpy(dst, v, n);
+	dst[n] = '\0';
+	return 0;
+}
+
+/* A decimal integer in [min, max], all of v. */
+static int
+int_field(const char *v, size_t n, int64_t min, int64_t max, int64_t *out)
+{
+	int64_t x = 0;
+	size_t i = 0;
+	int neg = n > 0 && v[0] == '-';
+
+	i = (size_t)neg;
+	if (n == i || n - i > 18)
+		return -1;
+	for (; i < n; i++) {
+		if (v[i] < '0' || v[i] > '9')
+			return -1;
+		x = x * 10 + (v[i] - '0');
+	}
+	if (neg)
+		x = -x;
+	if (x < min || x > max)
+		return -1;
+	*out = x;
+	return 0;
+}
+
+static int
+hex_token(const char *v, size_t n)
+{
+	size_t i;
+
+	if (n != MARO_TOKEN_LEN)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (!((v[i] >= '0' && v[i] <= '9') || (v[i] >= 'a' && v[i] <= 'f')))
+			return 0;
+	return 1;
+}
+
+#define KEY_IS(s) (klen == sizeof(s) - 1 && !memcmp(key, s, klen))
+
+int
+maro_registry_field(struct maro_entry *e, struct maro_registry_meta *m, const char *key,
+    size_t klen, const char *v, size_t n)
+{
+	char num[32], *end;
+	int64_t x;
+
+	if (KEY_IS("name")) {
+		if (text_field(e->name, sizeof e->name, v, n) < 0 || !maro_name_valid(e->name))
+			return -1;
+		m->seen |= F_NAME;
+	} else if (KEY_IS("type")) {
+		if (text_field(e->type, sizeof e->type, v, n) < 0 || !type_valid(e->type))
+			return -1;
+		m->seen |= F_TYPE;
+	} else if (KEY_IS("endpoint")) {
+		if (!maro_registry_endpoint_ok(v, n) || text_field(e->endpoint, sizeof e->endpoint, v, n) < 0)
+			return -1;
+		m->seen |= F_ENDPOINT;
+	} else if (KEY_IS("host")) {
+		if (n == 0 || !visible(v, n) || text_field(e->host, sizeof e->host, v, n) < 0)
+			return -1;
+		m->seen |= F_HOST;
+	} else if (KEY_IS("info")) {
+		if (text_field(e->info, sizeof e->info, v, n) < 0)
+			return -1;
+		clean_text(e->info);
+	} else if (KEY_IS("token")) {
+		if (!hex_token(v, n))
+			return -1;
+		memcpy(m->token, v, n);
+		m->token[n] = '\0';
+		m->seen |= F_TOKEN;
+	} else if (KEY_IS("owner")) {
+		if (n < 8 || memcmp(v, ".owner.", 7) || !visible(v, n) || memchr(v, '/', n) ||
+		    text_field(m->owner, sizeof m->owner, v, n) < 0)
+			return -1;
+	} else if (KEY_IS("pid")) {
+		if (int_field(v, n, 1, INT_MAX, &x) < 0)
+			return -1;
+		e->pid = (pid_t)x;
+		m->seen |= F_PID;
+	} else if (KEY_IS("started")) {
+		if (int_field(v, n, 0, INT64_MAX / 4, &e->started_ms) < 0)
+			return -1;
+	} else if (KEY_IS("hb")) {
+		if (int_field(v, n, 1, INT64_MAX / 4, &m->hb_ms) < 0)
+			return -1;
+		m->seen |= F_HB;
+	} else if (KEY_IS("ttl")) {
+		if (int_field(v, n, 1, MARO_TTL_MAX_MS, &m->ttl_ms) < 0)
+			return -1;
+		m->seen |= F_TTL;
+	} else if (KEY_IS("ncpu")) {
+		if (int_field(v, n, 0, 1 << 20, &x) < 0)
+			return -1;
+		e->ncpu = (int)x;
+	} else if (KEY_IS("load1")) {
+		if (text_field(num, sizeof num, v, n) < 0 || n == 0 || num[0] < '0' || num[0] > '9')
+			return -1;
+		errno = 0;
+		e->load1 = strtod(num, &end);
+		if (errno || *end || !isfinite(e->load1) || e->load1 > 1e9)
+			return -1;
+	} else if (KEY_IS("mem")) {
+		if (int_field(v, n, 0, INT64_MAX / 4, &x) < 0)
+			return -1;
+		e->mem_used_kb = (uint64_t)x;
+	}
+	return 0;
+}
+
+int
+maro_registry_entry_check(const struct maro_entry *e, const struct maro_registry_meta *m)
+{
+	return (m->seen & F_REQUIRED) == F_REQUIRED ? 0 : -1;
+}
+
+void
+maro_registry_fields(const struct maro_entry *e, struct maro_registry_fields *f)
+{
+	static const char *const keys[MARO_REGISTRY_NFIELDS] = {
+		"name", "type", "endpoint", "host", "pid", "started", "ncpu", "load1", "mem", "info",
+	};
+	size_t i;
+
+	snprintf(f->num[0], sizeof f->num[0], "%ld", (long)e->pid);
+	snprintf(f->num[1], sizeof f->num[1], "%lld", (long long)e->started_ms);
+	snprintf(f->num[2], sizeof f->num[2], "%d", e->ncpu);
+	snprintf(f->num[3], sizeof f->num[3], "%.2f", e->load1);
+	snprintf(f->num[4], sizeof f->num[4], "%llu", (unsigned long long)e->mem_used_kb);
+	for (i = 0; i < MARO_REGISTRY_NFIELDS; i++)
+		f->key[i] = keys[i];
+	f->val[0] = e->name;
+	f->val[1] = e->type;
+	f->val[2] = e->endpoint;
+	f->val[3] = e->host;
+	for (i = 0; i < 5; i++)
+		f->val[4 + i] = f->num[i];
+	f->val[9] = e->info;
+}
+
+int
+maro_registry_collect(struct maro_registry *r, struct maro_registry_list *l,
+    const struct maro_entry *e)
+{
+	if (e->name[0] == '~')
+		return 0;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 16;
+		struct maro_entry *v = realloc(l->v, cap * sizeof *v);
+
+		if (!v)
+			return maro_registry_fail(r, ENOMEM, "out of memory");
+		l->v = v;
+		l->cap = cap;
+	}
+	l->v[l->n++] = *e;
+	return 0;
+}
+
+/* What the host says about itself, for cluster status. */
+static void
+fill_status(struct maro_entry *e)
+{
+	char line[256];
+	unsigned long long total = 0, avail = 0, v;
+	double load;
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	FILE *f;
+
+	e->ncpu = ncpu > 0 && ncpu < (1 << 20) ? (int)ncpu : 0;
+	e->load1 = getloadavg(&load, 1) == 1 && load >= 0 ? load : 0;
+	f = fopen("/proc/meminfo", "re");
+	if (f) {
+		while (fgets(line, sizeof line, f)) {
+			if (sscanf(line, "MemTotal: %llu kB", &v) == 1)
+				total = v;
+			else if (sscanf(line, "MemAvailable: %llu kB", &v) == 1)
+				avail = v;
+		}
+		fclose(f);
+	}
+	e->mem_used_kb = total > avail ? total - avail : 0;
+}
+
+static void
+fill_own(struct maro_entry *e)
+{
+	char *p;
+
+	if (gethostname(e->host, sizeof e->host - 1) < 0)
+		e->host[0] = '\0';
+	e->host[sizeof e->host - 1] = '\0';
+	for (p = e->host; *p; p++)
+		if ((unsigned char)*p <= ' ' || (unsigned char)*p >= 0x7f)
+			*p = '?';
+	if (!e->host[0])
+		snprintf(e->host, sizeof e->host, "localhost");
+	e->pid = getpid();
+	e->started_ms = maro_registry_wall_ms();
+	fill_status(e);
+}
+
+static void
+make_token(char out[MARO_TOKEN_LEN + 1])
+{
+	unsigned char b[MARO_TOKEN_LEN / 2];
+	size_t i;
+
+	if (getrandom(b, sizeof b, 0) != (ssize_t)sizeof b) {
+		/* no entropy source: still unique per process and moment */
+		uint64_t x = (uint64_t)maro_registry_wall_ms() * 1000003u ^ (uint64_t)getpid() << 32 ^
+		    (uint64_t)maro_now_us();
+
+		for (i = 0; i < sizeof b; i++, x = x * 6364136223846793005u + 1442695040888963407u)
+			b[i] = (unsigned char)(x >> 56);
+	}
+	for (i = 0; i < sizeof b; i++)
+		snprintf(out + 2 * i, 3, "%02x", b[i]);
+}
+
+/* The URL as it may be shown: any user:password@ replaced by "***@". */
+static void
+redact(const char *url, char *out, size_t len)
+{
+	const char *scheme = strstr(url, "://"), *at = scheme ? strrchr(scheme, '@') : NULL;
+
+	if (at)
+		snprintf(out, len, "%.*s://***%s", (int)(scheme - url), url, at);
+	else
+		snprintf(out, len, "%s", url);
+}
+
+static int
+ttl_from_env(struct maro_registry *r)
+{
+	const char *s = getenv("MARO_TTL");
+	int64_t us;
+
+	r->ttl_ms = MARO_TTL_DEFAULT_MS;
+	if (!s || !*s)
+		return 0;
+	if (maro_duration_parse(s, &us) < 0 || us < 1000 || us / 1000 > MARO_TTL_MAX_MS)
+		return maro_registry_fail(r, EINVAL, "invalid MARO_TTL '%s' (a duration from 1s to 1h)", s);
+	/* below two heartbeats, a live entry would lapse between them */
+	r->ttl_ms = us / 1000 < MARO_TTL_MIN_MS ? MARO_TTL_MIN_MS : us / 1000;
+	return 0;
+}
+
+struct maro_registry *
+maro_registry_open(const char *url, const char *group, const struct maro_registry_opts *opts,
+    char *errbuf, size_t errlen)
+{
+	struct maro_registry *r = calloc(1, sizeof *r);
+	char shown[256];
+	int rc, err;
+
+	if (!r) {
+		if (errbuf && errlen)
+			snprintf(errbuf, errlen, "out of memory");
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (!url || !*url)
+		url = getenv("MARO_REGISTRY");
+	if (!url || !*url)
+		url = maro_registry_default_url();
+	if (!group || !*group)
+		group = getenv("MARO_GROUP");
+	if (!group || !*group)
+		group = "maro";
+	make_token(r->token);
+	if (!type_valid(group) || !strcmp(group, ".") || !strcmp(group, "..")) {
+		rc = maro_registry_fail(r, EINVAL, "invalid group name '%.*s'", MARO_NAME_MAX, group);
+		goto out;
+	}
+	snprintf(r->group, sizeof r->group, "%s", group);
+	if (opts && opts->ttl_ms > 0)
+		r->ttl_ms = opts->ttl_ms > MARO_TTL_MAX_MS ? MARO_TTL_MAX_MS : opts->ttl_ms;
+	else if ((rc = ttl_from_env(r)) < 0)
+		goto out;
+	if (!strncmp(url, "dir:", 4)) {
+		r->be = &maro_registry_dir_backend;
+		url += 4;
+	} else if (!strncmp(url, "redis://", 8)) {
+		r->be = &maro_registry_redis_backend;
+	} else {
+		redact(url, shown, sizeof shown);
+		rc = maro_registry_fail(r, EINVAL,
+		    "invalid registry '%s' (redis://HOST:PORT[/DB] or dir:PATH)", shown);
+		goto out;
+	}
+	rc = r->be->open(r, url);
+out:
+	if (rc < 0) {
+		err = errno;
+		if (errbuf && errlen)
+			snprintf(errbuf, errlen, "%s", r->err);
+		maro_registry_close(r);
+		errno = err;
+		return NULL;
+	}
+	return r;
+}
+
+void
+maro_registry_close(struct maro_registry *r)
+{
+	if (!r)
+		return;
+	while (r->nown > 0)
+		maro_registry_unregister(r, r->own[r->nown - 1].name);
+	if (r->be)
+		r->be->close(r);
+	free(r->own);
+	free(r);
 }
 
 const char *
@@ -132,767 +506,176 @@ maro_registry_error(const struct maro_registry *r)
 const char *
 maro_registry_kind(const struct maro_registry *r)
 {
-	return r->redis ? "redis" : "dir";
+	return r->be->kind;
 }
 
 const char *
 maro_registry_local_address(const struct maro_registry *r)
 {
-	return r->redis && r->local[0] ? r->local : NULL;
+	return r->be->local_address ? r->be->local_address(r) : NULL;
 }
 
-/* What the host says about itself, for cluster status. */
-static void
-fill_status(struct maro_entry *e)
-{
-	double load[1];
-	FILE *f;
-	char line[256];
-	unsigned long long total = 0, avail = 0;
-
-	e->ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
-	e->load1 = getloadavg(load, 1) == 1 ? load[0] : 0;
-	f = fopen("/proc/meminfo", "r");
-	if (f) {
-		while (fgets(line, sizeof line, f)) {
-			sscanf(line, "MemTotal: %llu kB", &total);
-			sscanf(line, "MemAvailable: %llu kB", &avail);
-		}
-		fclose(f);
-	}
-	e->mem_used_kb = total > avail ? total - avail : 0;
-}
-
-static void
-fill_own(struct maro_entry *e)
-{
-	if (gethostname(e->host, sizeof e->host) < 0)
-		snprintf(e->host, sizeof e->host, "unknown");
-	e->host[sizeof e->host - 1] = '\0';
-	e->pid = getpid();
-	e->started_ms = wall_ms();
-	if (!e->type[0])
-		maro_name_type(e->name[0] == '~' ? e->name + 1 : e->name, e->type);
-	fill_status(e);
-}
-
-static void
-clean_info(char *s)
-{
-	for (; *s; s++)
-		if ((unsigned char)*s < ' ')
-			*s = ' ';
-}
-
-/* One field of an entry from text; 0 or -1 when the value is unusable. */
-static int
-set_field(struct maro_entry *e, const char *k, const char *v, int64_t *hb, char *token, char *lock)
-{
-	char *end;
-
-	if (!strcmp(k, "name"))
-		return strlen(v) <= MARO_NAME_MAX && maro_name_valid(v) ?
-		    (snprintf(e->name, sizeof e->name, "%s", v), 0) : -1;
-	if (!strcmp(k, "type"))
-		return strlen(v) <= MARO_NAME_MAX ? (snprintf(e->type, sizeof e->type, "%s", v), 0) : -1;
-	if (!strcmp(k, "endpoint"))
-		return strlen(v) <= MARO_ENDPOINT_MAX ? (snprintf(e->endpoint, sizeof e->endpoint, "%s", v), 0) : -1;
-	if (!strcmp(k, "host"))
-		return strlen(v) <= MARO_HOST_MAX ? (snprintf(e->host, sizeof e->host, "%s", v), 0) : -1;
-	if (!strcmp(k, "info"))
-		return snprintf(e->info, sizeof e->info, "%s", v), clean_info(e->info), 0;
-	if (!strcmp(k, "token"))
-		return token ? (snprintf(token, MARO_UUID_LEN + 1, "%s", v), 0) : 0;
-	if (!strcmp(k, "lock"))
-		return lock ? (snprintf(lock, 64, "%s", v), 0) : 0;
-	errno = 0;
-	if (!strcmp(k, "pid"))
-		e->pid = (pid_t)strtol(v, &end, 10);
-	else if (!strcmp(k, "started"))
-		e->started_ms = strtoll(v, &end, 10);
-	else if (!strcmp(k, "hb"))
-		*hb = strtoll(v, &end, 10);
-	else if (!strcmp(k, "ncpu"))
-		e->ncpu = (int)strtol(v, &end, 10);
-	else if (!strcmp(k, "load1"))
-		e->load1 = strtod(v, &end);
-	else if (!strcmp(k, "mem"))
-		e->mem_used_kb = strtoull(v, &end, 10);
-	else
-		return 0;	/* unknown fields are someone else's */
-	return errno || end == v || *end ? -1 : 0;
-}
-
-/* Is a parsed entry whole enough to use? */
-static int
-entry_ok(const struct maro_entry *e)
-{
-	return e->name[0] && e->endpoint[0] && e->type[0];
-}
-
-static int
-entry_text(const struct maro_entry *e, const char *token, const char *lock, int64_t hb, char *out,
-    size_t len)
-{
-	int n = snprintf(out, len, "name=%s\ntype=%s\nendpoint=%s\nhost=%s\npid=%ld\nstarted=%lld\n"
-	    "hb=%lld\nncpu=%d\nload1=%.2f\nmem=%llu\ninfo=%s\ntoken=%s\nlock=%s\n",
-	    e->name, e->type, e->endpoint, e->host, (long)e->pid, (long long)e->started_ms,
-	    (long long)hb, e->ncpu, e->load1, (unsigned long long)e->mem_used_kb, e->info, token, lock);
-
-	return n > 0 && (size_t)n < len ? n : -1;
-}
-
-/* ---- dir: ---- */
-
-static int
-dir_read(struct maro_registry *r, const char *file, struct maro_entry *e, char *token, char *lock,
-    int64_t *hb)
-{
-	char path[PATH_MAX + 300], buf[4096], *line, *save;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof path, "%s/%s", r->dir, file);
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	memset(e, 0, sizeof *e);
-	*hb = 0;
-	token[0] = lock[0] = '\0';
-	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		char *eq = strchr(line, '=');
-
-		if (!eq)
-			return -1;
-		*eq = '\0';
-		if (set_field(e, line, eq + 1, hb, token, lock) < 0)
-			return -1;
-	}
-	return entry_ok(e) && token[0] && lock[0] && !strchr(lock, '/') ? 1 : -1;
-}
-
-/* Is the lock file's owner alive: does some process hold its lock? */
-static int
-dir_owner_alive(struct maro_registry *r, const char *lock)
-{
-	char path[PATH_MAX + 100];
-	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
-	int fd, alive;
-
-	if (r->lockfd >= 0 && !strcmp(lock, r->lockname))
-		return 1;
-	snprintf(path, sizeof path, "%s/%s", r->dir, lock);
-	fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
-		return 0;
-	alive = fcntl(fd, F_OFD_GETLK, &fl) == 0 && fl.l_type != F_UNLCK;
-	close(fd);
-	return alive;
-}
-
-/* 1 live entry in *e, 0 none or dead, -1 garbage */
-static int
-dir_get(struct maro_registry *r, const char *name, struct maro_entry *e, char *token)
-{
-	char file[MARO_NAME_MAX + 16], lock[64];
-	int64_t hb;
-	int rc;
-
-	snprintf(file, sizeof file, "%s.entry", name);
-	rc = dir_read(r, file, e, token, lock, &hb);
-	if (rc <= 0)
-		return rc;
-	if (strcmp(e->name, name) != 0)
-		return -1;
-	e->heartbeat_age_ms = wall_ms() - hb;
-	if (e->heartbeat_age_ms > r->ttl_ms || !dir_owner_alive(r, lock))
-		return 0;
-	return 1;
-}
-
-static int
-dir_write(struct maro_registry *r, const struct maro_entry *e)
-{
-	char path[PATH_MAX + 300], tmp[PATH_MAX + 300], text[2048];
-	int fd, n;
-
-	n = entry_text(e, r->token, r->lockname, wall_ms(), text, sizeof text);
-	if (n < 0)
-		return seterr(r, EINVAL, "entry for '%s' too long", e->name);
-	snprintf(path, sizeof path, "%s/%s.entry", r->dir, e->name);
-	snprintf(tmp, sizeof tmp, "%s/.tmp.%ld.%s", r->dir, (long)getpid(), e->name);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return seterr(r, errno, "cannot write '%s': %s", tmp, strerror(errno));
-	if (write(fd, text, (size_t)n) != n || close(fd) < 0 || rename(tmp, path) < 0) {
-		int err = errno;
-
-		unlink(tmp);
-		return seterr(r, err, "cannot write '%s': %s", path, strerror(err));
-	}
-	return 0;
-}
-
-static int
-dir_group_lock(struct maro_registry *r)
-{
-	char path[PATH_MAX + 32];
-	int fd;
-
-	snprintf(path, sizeof path, "%s/.group.lock", r->dir);
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return seterr(r, errno, "cannot open '%s': %s", path, strerror(errno));
-	while (flock(fd, LOCK_EX) < 0)
-		if (errno != EINTR) {
-			close(fd);
-			return seterr(r, errno, "cannot lock '%s': %s", path, strerror(errno));
-		}
-	return fd;
-}
-
-static int
-dir_open(struct maro_registry *r, const char *path)
-{
-	char sub[PATH_MAX];
-	size_t i;
-
-	if (!*path || strlen(path) + strlen(r->group) + 2 >= sizeof r->dir)
-		return seterr(r, EINVAL, "invalid registry directory '%s'", path);
-	/* mkdir -p, private */
-	snprintf(sub, sizeof sub, "%s", path);
-	for (i = 1; sub[i]; i++)
-		if (sub[i] == '/') {
-			sub[i] = '\0';
-			mkdir(sub, 0700);
-			sub[i] = '/';
-		}
-	if (mkdir(sub, 0700) < 0 && errno != EEXIST)
-		return seterr(r, errno, "cannot create '%s': %s", sub, strerror(errno));
-	snprintf(r->dir, sizeof r->dir, "%s/%s", path, r->group);
-	if (mkdir(r->dir, 0700) < 0 && errno != EEXIST)
-		return seterr(r, errno, "cannot create '%s': %s", r->dir, strerror(errno));
-	if (access(r->dir, R_OK | W_OK | X_OK) < 0)
-		return seterr(r, errno, "cannot use registry directory '%s': %s", r->dir, strerror(errno));
-	return 0;
-}
-
-/* The handle's own lock file, held for its life. */
-static int
-dir_own_lock(struct maro_registry *r)
-{
-	char path[PATH_MAX + 100];
-	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
-
-	if (r->lockfd >= 0)
-		return 0;
-	snprintf(r->lockname, sizeof r->lockname, ".lock.%ld.%.8s", (long)getpid(), r->token);
-	snprintf(path, sizeof path, "%s/%s", r->dir, r->lockname);
-	r->lockfd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (r->lockfd < 0 || fcntl(r->lockfd, F_OFD_SETLK, &fl) < 0)
-		return seterr(r, errno, "cannot lock '%s': %s", path, strerror(errno));
-	return 0;
-}
-
-/* ---- redis:// ---- */
-
-static const char *const SCRIPT_SET =
-	"local cur = redis.call('HGET', KEYS[1], 'token')\n"
-	"if cur and cur ~= ARGV[1] and ARGV[2] ~= '1' then\n"
-	"  return {0, redis.call('HGETALL', KEYS[1])}\n"
-	"end\n"
-	"local t = redis.call('TIME')\n"
-	"local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
-	"redis.call('DEL', KEYS[1])\n"
-	"redis.call('HSET', KEYS[1], 'token', ARGV[1], 'hb', now, unpack(ARGV, 5))\n"
-	"redis.call('PEXPIRE', KEYS[1], ARGV[3])\n"
-	"redis.call('ZADD', KEYS[2], now + tonumber(ARGV[3]), ARGV[4])\n"
-	"return {1}\n";
-
-static const char *const SCRIPT_DEL =
-	"if redis.call('HGET', KEYS[1], 'token') == ARGV[1] then\n"
-	"  redis.call('DEL', KEYS[1])\n"
-	"  redis.call('ZREM', KEYS[2], ARGV[2])\n"
-	"end\n"
-	"return 1\n";
-
-static const char *const SCRIPT_GET =
-	"local t = redis.call('TIME')\n"
-	"return {tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), redis.call('HGETALL', KEYS[1])}\n";
-
-static const char *const SCRIPT_LIST =
-	"local t = redis.call('TIME')\n"
-	"local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
-	"redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)\n"
-	"local out = {now}\n"
-	"for _, n in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], now, '+inf')) do\n"
-	"  local h = redis.call('HGETALL', ARGV[1] .. n)\n"
-	"  if #h > 0 then table.insert(out, h) end\n"
-	"end\n"
-	"return out\n";
-
-static void
-redis_drop(struct maro_registry *r)
-{
-	if (r->rc)
-		redisFree(r->rc);
-	r->rc = NULL;
-}
-
-static int
-redis_connect(struct maro_registry *r)
-{
-	struct timeval ctv = { 1, 0 }, tv = { 2, 0 };
-	redisReply *rep;
-	struct sockaddr_storage ss;
-	socklen_t sl = sizeof ss;
-
-	if (r->rc)
-		return 0;
-	r->rc = redisConnectWithTimeout(r->host, r->port, ctv);
-	if (!r->rc || r->rc->err) {
-		int e = r->rc && r->rc->err == REDIS_ERR_IO ? errno : ECONNREFUSED;
-		char why[128];
-
-		snprintf(why, sizeof why, "%s", r->rc ? r->rc->errstr : "out of memory");
-		redis_drop(r);
-		return seterr(r, e ? e : ECONNREFUSED, "cannot connect to redis at %s:%d: %s", r->host,
-		    r->port, why);
-	}
-	redisSetTimeout(r->rc, tv);
-	if (r->password) {
-		rep = r->user ? redisCommand(r->rc, "AUTH %s %s", r->user, r->password) :
-		    redisCommand(r->rc, "AUTH %s", r->password);
-		if (!rep || rep->type == REDIS_REPLY_ERROR) {
-			if (rep)
-				freeReplyObject(rep);
-			redis_drop(r);
-			return seterr(r, EACCES, "redis authentication failed at %s:%d", r->host, r->port);
-		}
-		freeReplyObject(rep);
-	}
-	if (r->db) {
-		rep = redisCommand(r->rc, "SELECT %d", r->db);
-		if (!rep || rep->type == REDIS_REPLY_ERROR) {
-			if (rep)
-				freeReplyObject(rep);
-			redis_drop(r);
-			return seterr(r, EINVAL, "redis at %s:%d refused database %d", r->host, r->port, r->db);
-		}
-		freeReplyObject(rep);
-	}
-	if (getsockname(r->rc->fd, (struct sockaddr *)&ss, &sl) == 0 && ss.ss_family == AF_INET)
-		inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, r->local, sizeof r->local);
-	return 0;
-}
-
-/* Runs a command; reconnects once when the connection had been lost. */
-static redisReply *
-redis_run(struct maro_registry *r, int argc, const char **argv, const size_t *lens)
-{
-	redisReply *rep;
-	int attempt;
-
-	for (attempt = 0; attempt < 2; attempt++) {
-		if (redis_connect(r) < 0)
-			return NULL;
-		rep = redisCommandArgv(r->rc, argc, argv, lens);
-		if (rep && rep->type == REDIS_REPLY_ERROR) {
-			seterr(r, EPROTO, "redis at %s:%d: %s", r->host, r->port, rep->str);
-			freeReplyObject(rep);
-			return NULL;
-		}
-		if (rep)
-			return rep;
-		seterr(r, ECONNRESET, "lost the connection to redis at %s:%d: %s", r->host, r->port,
-		    r->rc->errstr);
-		redis_drop(r);
-	}
-	return NULL;
-}
-
-static void
-key_of(struct maro_registry *r, const char *name, char *out, size_t len)
-{
-	snprintf(out, len, "maro:%s:m:%s", r->group, name);
-}
-
-/* An entry from an HGETALL array; 0 ok, -1 garbage. */
-static int
-redis_entry(redisReply *h, struct maro_entry *e, char *token, int64_t *hb)
+static ssize_t
+own_index(const struct maro_registry *r, const char *name)
 {
 	size_t i;
-
-	memset(e, 0, sizeof *e);
-	*hb = 0;
-	if (h->type != REDIS_REPLY_ARRAY || h->elements % 2)
-		return -1;
-	for (i = 0; i + 1 < h->elements; i += 2) {
-		redisReply *k = h->element[i], *v = h->element[i + 1];
-
-		if (k->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING ||
-		    memchr(v->str, 0, v->len) || memchr(k->str, 0, k->len))
-			return -1;
-		if (set_field(e, k->str, v->str, hb, token, NULL) < 0)
-			return -1;
-	}
-	return entry_ok(e) ? 0 : -1;
-}
-
-static int
-redis_set(struct maro_registry *r, const struct maro_entry *e, int takeover, struct maro_entry *holder)
-{
-	char key[512], members[300], ttl[32], pid[32], started[32], ncpu[16], load[32], mem[32];
-	const char *argv[40];
-	redisReply *rep;
-	int argc = 0, rc = -1;
-
-	key_of(r, e->name, key, sizeof key);
-	snprintf(members, sizeof members, "maro:%s:members", r->group);
-	snprintf(ttl, sizeof ttl, "%lld", (long long)r->ttl_ms);
-	snprintf(pid, sizeof pid, "%ld", (long)e->pid);
-	snprintf(started, sizeof started, "%lld", (long long)e->started_ms);
-	snprintf(ncpu, sizeof ncpu, "%d", e->ncpu);
-	snprintf(load, sizeof load, "%.2f", e->load1);
-	snprintf(mem, sizeof mem, "%llu", (unsigned long long)e->mem_used_kb);
-	argv[argc++] = "EVAL";
-	argv[argc++] = SCRIPT_SET;
-	argv[argc++] = "2";
-	argv[argc++] = key;
-	argv[argc++] = members;
-	argv[argc++] = r->token;
-	argv[argc++] = takeover ? "1" : "0";
-	argv[argc++] = ttl;
-	argv[argc++] = e->name;
-	argv[argc++] = "name"; argv[argc++] = e->name;
-	argv[argc++] = "type"; argv[argc++] = e->type;
-	argv[argc++] = "endpoint"; argv[argc++] = e->endpoint;
-	argv[argc++] = "host"; argv[argc++] = e->host;
-	argv[argc++] = "pid"; argv[argc++] = pid;
-	argv[argc++] = "started"; argv[argc++] = started;
-	argv[argc++] = "ncpu"; argv[argc++] = ncpu;
-	argv[argc++] = "load1"; argv[argc++] = load;
-	argv[argc++] = "mem"; argv[argc++] = mem;
-	argv[argc++] = "info"; argv[argc++] = e->info;
-	rep = redis_run(r, argc, argv, NULL);
-	if (!rep)
-		return -1;
-	if (rep->type == REDIS_REPLY_ARRAY && rep->elements >= 1 &&
-	    rep->element[0]->type == REDIS_REPLY_INTEGER) {
-		if (rep->element[0]->integer == 1) {
-			rc = 0;
-		} else {
-			struct maro_entry h;
-			int64_t hb;
-
-			if (rep->elements < 2 || redis_entry(rep->element[1], &h, NULL, &hb) < 0)
-				memset(&h, 0, sizeof h);
-			if (holder)
-				*holder = h;
-			seterr(r, EEXIST, "name '%s' is held by pid %ld on %s", e->name, (long)h.pid, h.host);
-		}
-	} else {
-		seterr(r, EPROTO, "unexpected answer from redis");
-	}
-	freeReplyObject(rep);
-	return rc;
-}
-
-static int
-redis_get(struct maro_registry *r, const char *name, struct maro_entry *e)
-{
-	char key[512];
-	const char *argv[] = { "EVAL", SCRIPT_GET, "1", key };
-	redisReply *rep;
-	int64_t hb;
-	int rc = 0;
-
-	key_of(r, name, key, sizeof key);
-	rep = redis_run(r, 4, argv, NULL);
-	if (!rep)
-		return -1;
-	if (rep->type == REDIS_REPLY_ARRAY && rep->elements == 2 &&
-	    rep->element[0]->type == REDIS_REPLY_INTEGER && rep->element[1]->elements > 0 &&
-	    redis_entry(rep->element[1], e, NULL, &hb) == 0 && !strcmp(e->name, name)) {
-		e->heartbeat_age_ms = rep->element[0]->integer - hb;
-		rc = 1;
-	}
-	freeReplyObject(rep);
-	return rc;
-}
-
-static int
-parse_url(struct maro_registry *r, const char *url)
-{
-	const char *p = url + 8, *at, *slash, *colon;
-	char hostport[250];
-
-	at = strrchr(p, '@');
-	if (at) {
-		const char *c = memchr(p, ':', (size_t)(at - p));
-
-		if (c) {
-			if (c > p)
-				r->user = strndup(p, (size_t)(c - p));
-			r->password = strndup(c + 1, (size_t)(at - c - 1));
-		} else {
-			r->password = strndup(p, (size_t)(at - p));
-		}
-		p = at + 1;
-	}
-	slash = strchr(p, '/');
-	snprintf(hostport, sizeof hostport, "%.*s", slash ? (int)(slash - p) : (int)strlen(p), p);
-	colon = strrchr(hostport, ':');
-	if (colon) {
-		char *end;
-		long port = strtol(colon + 1, &end, 10);
-
-		if (*end || port <= 0 || port > 65535)
-			return -1;
-		r->port = (int)port;
-		snprintf(r->host, sizeof r->host, "%.*s", (int)(colon - hostport), hostport);
-	} else {
-		r->port = 6379;
-		snprintf(r->host, sizeof r->host, "%s", hostport);
-	}
-	if (!r->host[0])
-		return -1;
-	if (slash && slash[1]) {
-		char *end;
-		long db = strtol(slash + 1, &end, 10);
-
-		if (*end || db < 0 || db > 65535)
-			return -1;
-		r->db = (int)db;
-	}
-	if (!r->password && getenv("MARO_REDIS_PASSWORD") && *getenv("MARO_REDIS_PASSWORD"))
-		r->password = strdup(getenv("MARO_REDIS_PASSWORD"));
-	return 0;
-}
-
-/* ---- the interface ---- */
-
-struct maro_registry *
-maro_registry_open(const char *url, const char *group, const struct maro_registry_opts *opts,
-    char *errbuf, size_t errlen)
-{
-	struct maro_registry *r = calloc(1, sizeof *r);
-	const char *ttl = getenv("MARO_TTL");
-	int64_t us;
-
-	if (!r)
-		return NULL;
-	r->lockfd = -1;
-	if (!url || !*url)
-		url = getenv("MARO_REGISTRY");
-	if (!url || !*url)
-		url = maro_registry_default_url();
-	if (!group || !*group)
-		group = "maro";
-	snprintf(r->group, sizeof r->group, "%s", group);
-	r->ttl_ms = opts && opts->ttl_ms ? opts->ttl_ms : 5000;
-	if ((!opts || !opts->ttl_ms) && ttl && *ttl && maro_duration_parse(ttl, &us) == 0 && us >= 100000)
-		r->ttl_ms = us / 1000;
-	maro_uuid(r->token);
-	if (!maro_name_valid(group) || group[0] == '~') {
-		seterr(r, EINVAL, "invalid group name '%s'", group);
-		goto fail;
-	}
-	if (!strncmp(url, "dir:", 4)) {
-		if (dir_open(r, url + 4) < 0)
-			goto fail;
-	} else if (!strncmp(url, "redis://", 8)) {
-		r->redis = 1;
-		if (parse_url(r, url) < 0) {
-			seterr(r, EINVAL, "invalid redis URL (redis://[user:password@]host:port[/db])");
-			goto fail;
-		}
-		if (redis_connect(r) < 0)
-			goto fail;
-	} else {
-		seterr(r, EINVAL, "unknown registry '%.*s' (redis://host:port or dir:PATH)",
-		    (int)strcspn(url, "@"), url);
-		goto fail;
-	}
-	return r;
-fail:
-	if (errbuf && errlen)
-		snprintf(errbuf, errlen, "%s", r->err);
-	{
-		int e = errno;
-
-		maro_registry_close(r);
-		errno = e;
-	}
-	return NULL;
-}
-
-void
-maro_registry_close(struct maro_registry *r)
-{
-	if (!r)
-		return;
-	while (r->nown > 0)
-		maro_registry_unregister(r, r->own[r->nown - 1].name);
-	if (r->lockfd >= 0) {
-		char path[PATH_MAX + 100];
-
-		snprintf(path, sizeof path, "%s/%s", r->dir, r->lockname);
-		unlink(path);
-		close(r->lockfd);
-	}
-	redis_drop(r);
-	if (r->password)
-		memset(r->password, 0, strlen(r->password));
-	free(r->password);
-	free(r->user);
-	free(r);
-}
-
-static int
-own_index(struct maro_registry *r, const char *name)
-{
-	int i;
 
 	for (i = 0; i < r->nown; i++)
 		if (!strcmp(r->own[i].name, name))
-			return i;
+			return (ssize_t)i;
 	return -1;
 }
 
-/* Writes the entry if the name is free (or ours, or takeover). */
-static int
-put(struct maro_registry *r, const struct maro_entry *e, int takeover, struct maro_entry *holder)
+static void
+own_remove(struct maro_registry *r, size_t i)
 {
-	struct maro_entry cur;
-	char token[MARO_UUID_LEN + 1];
-	int gl, rc;
+	memmove(r->own + i, r->own + i + 1, (r->nown - i - 1) * sizeof r->own[0]);
+	r->nown--;
+}
 
-	if (r->redis)
-		return redis_set(r, e, takeover, holder);
-	if (dir_own_lock(r) < 0)
-		return -1;
-	gl = dir_group_lock(r);
-	if (gl < 0)
-		return -1;
-	rc = dir_get(r, e->name, &cur, token);
-	if (rc == 1 && strcmp(token, r->token) != 0 && !takeover) {
-		if (holder)
-			*holder = cur;
-		close(gl);
-		return seterr(r, EEXIST, "name '%s' is held by pid %ld on %s", e->name, (long)cur.pid, cur.host);
-	}
-	rc = dir_write(r, e);
-	close(gl);
-	return rc;
+static void
+say_held(struct maro_registry *r, const char *name, const struct maro_entry *h, const char *how)
+{
+	if (h->pid > 0)
+		maro_registry_fail(r, EEXIST, "name '%s' %s by pid %ld on %s", name, how, (long)h->pid,
+		    h->host);
+	else
+		maro_registry_fail(r, EEXIST, "name '%s' %s by another owner", name, how);
 }
 
 int
 maro_registry_register(struct maro_registry *r, const struct maro_entry *e, int takeover,
     struct maro_entry *holder)
 {
-	struct maro_entry mine = *e;
+	struct maro_entry mine, h;
+	size_t len;
 
 	if (!maro_name_valid(e->name))
-		return seterr(r, EINVAL, "invalid name '%s'", e->name);
-	if (r->nown == MAX_OWN && own_index(r, e->name) < 0)
-		return seterr(r, ENOSPC, "too many names in one process");
+		return maro_registry_fail(r, EINVAL, "invalid name '%.*s'", MARO_NAME_MAX, e->name);
+	memset(&mine, 0, sizeof mine);
+	memcpy(mine.name, e->name, sizeof mine.name);
+	memcpy(mine.type, e->type, sizeof mine.type);
+	mine.type[MARO_NAME_MAX] = '\0';
+	if (!mine.type[0])
+		maro_name_type(mine.name + (mine.name[0] == '~'), mine.type);
+	if (!type_valid(mine.type))
+		return maro_registry_fail(r, EINVAL, "invalid type '%s' for '%s'", mine.type, mine.name);
+	len = strnlen(e->endpoint, sizeof e->endpoint);
+	if (len == sizeof e->endpoint || !maro_registry_endpoint_ok(e->endpoint, len))
+		return maro_registry_fail(r, EINVAL, "invalid endpoint for '%s' (tcp://HOST:PORT or ipc://PATH)",
+		    mine.name);
+	memcpy(mine.endpoint, e->endpoint, len + 1);
+	memcpy(mine.info, e->info, sizeof mine.info);
+	mine.info[MARO_INFO_MAX] = '\0';
+	clean_text(mine.info);
 	fill_own(&mine);
-	clean_info(mine.info);
-	if (put(r, &mine, takeover, holder) < 0)
+	if (own_index(r, mine.name) < 0 && r->nown == r->capown) {
+		size_t cap = r->capown ? r->capown * 2 : 4;
+		struct maro_entry *v = realloc(r->own, cap * sizeof *v);
+
+		if (!v)
+			return maro_registry_fail(r, ENOMEM, "out of memory");
+		r->own = v;
+		r->capown = cap;
+	}
+	memset(&h, 0, sizeof h);
+	if (r->be->put(r, &mine, takeover, &h) < 0) {
+		if (errno == EEXIST) {
+			say_held(r, mine.name, &h, "is held");
+			if (holder)
+				*holder = h;
+			errno = EEXIST;
+		}
 		return -1;
-	if (own_index(r, e->name) < 0)
+	}
+	if (own_index(r, mine.name) < 0)
 		r->own[r->nown++] = mine;
+	else
+		r->own[own_index(r, mine.name)] = mine;
 	return 0;
+}
+
+/* Writes own entry i again; a name taken over is dropped from the handle. */
+static int
+refresh(struct maro_registry *r, size_t i)
+{
+	struct maro_entry h;
+	char name[MARO_NAME_MAX + 1];
+
+	memset(&h, 0, sizeof h);
+	if (r->be->put(r, &r->own[i], 0, &h) == 0)
+		return 0;
+	if (errno != EEXIST)
+		return -1;
+	memcpy(name, r->own[i].name, sizeof name);
+	own_remove(r, i);
+	say_held(r, name, &h, "was taken over");
+	return -1;
 }
 
 int
 maro_registry_set_info(struct maro_registry *r, const char *name, const char *info)
 {
-	int i = own_index(r, name);
+	ssize_t i = own_index(r, name);
 
 	if (i < 0)
-		return seterr(r, ENOENT, "'%s' is not registered here", name);
+		return maro_registry_fail(r, ENOENT, "'%s' is not registered by this process", name);
 	snprintf(r->own[i].info, sizeof r->own[i].info, "%s", info);
-	clean_info(r->own[i].info);
-	return put(r, &r->own[i], 0, NULL);
+	clean_text(r->own[i].info);
+	return refresh(r, (size_t)i);
 }
 
 int
 maro_registry_heartbeat(struct maro_registry *r)
 {
-	int i, rc = 0;
+	struct maro_entry status;
+	char lost[sizeof r->err] = "";
+	size_t i = 0;
+	int err = 0;
 
-	for (i = 0; i < r->nown; i++) {
-		fill_status(&r->own[i]);
-		if (put(r, &r->own[i], 0, NULL) < 0) {
-			if (errno == EEXIST) {
-				seterr(r, EEXIST, "name '%s' was taken over by another process", r->own[i].name);
-				/* it is theirs now: do not remove it at close */
-				r->own[i] = r->own[--r->nown];
-				return -1;
-			}
-			rc = -1;
+	fill_status(&status);
+	while (i < r->nown) {
+		r->own[i].ncpu = status.ncpu;
+		r->own[i].load1 = status.load1;
+		r->own[i].mem_used_kb = status.mem_used_kb;
+		if (refresh(r, i) == 0) {
+			i++;
+			continue;
 		}
+		if (errno != EEXIST) {
+			err = errno;
+			break;	/* the backend is unreachable: the others would fail alike */
+		}
+		snprintf(lost, sizeof lost, "%s", r->err);
 	}
-	return rc;
+	if (lost[0])
+		return maro_registry_fail(r, EEXIST, "%s", lost);
+	if (err) {
+		errno = err;
+		return -1;
+	}
+	return 0;
 }
 
 int
 maro_registry_unregister(struct maro_registry *r, const char *name)
 {
-	int i = own_index(r, name), rc = 0;
+	ssize_t i = own_index(r, name);
+	int rc;
 
 	if (i < 0)
 		return 0;
-	if (r->redis) {
-		char key[512], members[300];
-		const char *argv[] = { "EVAL", SCRIPT_DEL, "2", key, members, r->token, name };
-		redisReply *rep;
-
-		key_of(r, name, key, sizeof key);
-		snprintf(members, sizeof members, "maro:%s:members", r->group);
-		rep = redis_run(r, 7, argv, NULL);
-		if (rep)
-			freeReplyObject(rep);
-		else
-			rc = -1;
-	} else {
-		struct maro_entry cur;
-		char token[MARO_UUID_LEN + 1], path[PATH_MAX + 300];
-		int gl = dir_group_lock(r);
-
-		if (gl < 0)
-			rc = -1;
-		else {
-			if (dir_get(r, name, &cur, token) >= 0 && !strcmp(token, r->token)) {
-				snprintf(path, sizeof path, "%s/%s.entry", r->dir, name);
-				unlink(path);
-			}
-			close(gl);
-		}
-	}
-	r->own[i] = r->own[--r->nown];
+	rc = r->be->del(r, name);
+	own_remove(r, (size_t)i);
 	return rc;
 }
 
 int
 maro_registry_lookup(struct maro_registry *r, const char *name, struct maro_entry *e)
 {
-	char token[MARO_UUID_LEN + 1];
-	int rc;
-
 	if (!maro_name_valid(name))
 		return 0;
-	if (r->redis)
-		return redis_get(r, name, e);
-	rc = dir_get(r, name, e, token);
-	return rc < 0 ? 0 : rc;
+	return r->be->get(r, name, e);
 }
 
 static int
@@ -901,83 +684,21 @@ by_name(const void *a, const void *b)
 	return strcmp(((const struct maro_entry *)a)->name, ((const struct maro_entry *)b)->name);
 }
 
-static int
-keep(struct maro_entry **v, size_t *n, size_t *cap, const struct maro_entry *e, const char *prefix)
-{
-	if (e->name[0] == '~' || (prefix && strncmp(e->name, prefix, strlen(prefix)) != 0))
-		return 0;
-	if (*n == *cap) {
-		struct maro_entry *t = realloc(*v, (*cap ? *cap * 2 : 16) * sizeof *t);
-
-		if (!t)
-			return -1;
-		*v = t;
-		*cap = *cap ? *cap * 2 : 16;
-	}
-	(*v)[(*n)++] = *e;
-	return 0;
-}
-
 ssize_t
 maro_registry_list(struct maro_registry *r, const char *prefix, struct maro_entry **out)
 {
-	struct maro_entry *v = NULL, e;
-	size_t n = 0, cap = 0, i;
+	struct maro_registry_list l = { 0 };
 
-	if (prefix && !*prefix)
-		prefix = NULL;
-	if (r->redis) {
-		char members[300], base[300];
-		const char *argv[] = { "EVAL", SCRIPT_LIST, "1", members, base };
-		redisReply *rep;
+	*out = NULL;
+	if (r->be->list(r, prefix ? prefix : "", &l) < 0) {
+		int err = errno;
 
-		snprintf(members, sizeof members, "maro:%s:members", r->group);
-		snprintf(base, sizeof base, "maro:%s:m:", r->group);
-		rep = redis_run(r, 5, argv, NULL);
-		if (!rep)
-			return -1;
-		if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 1 ||
-		    rep->element[0]->type != REDIS_REPLY_INTEGER) {
-			freeReplyObject(rep);
-			return seterr(r, EPROTO, "unexpected answer from redis");
-		}
-		for (i = 1; i < rep->elements; i++) {
-			int64_t hb;
-
-			if (redis_entry(rep->element[i], &e, NULL, &hb) < 0)
-				continue;	/* garbage: skipped, never trusted */
-			e.heartbeat_age_ms = rep->element[0]->integer - hb;
-			if (keep(&v, &n, &cap, &e, prefix) < 0)
-				goto nomem;
-		}
-		freeReplyObject(rep);
-	} else {
-		DIR *d = opendir(r->dir);
-		struct dirent *de;
-
-		if (!d)
-			return seterr(r, errno, "cannot read '%s': %s", r->dir, strerror(errno));
-		while ((de = readdir(d))) {
-			size_t len = strlen(de->d_name);
-			char name[MARO_NAME_MAX + 1], token[MARO_UUID_LEN + 1];
-
-			if (len <= 6 || strcmp(de->d_name + len - 6, ".entry") || len - 6 > MARO_NAME_MAX)
-				continue;
-			snprintf(name, sizeof name, "%.*s", (int)(len - 6), de->d_name);
-			if (!maro_name_valid(name) || dir_get(r, name, &e, token) != 1)
-				continue;
-			if (keep(&v, &n, &cap, &e, prefix) < 0) {
-				closedir(d);
-				goto nomem;
-			}
-		}
-		closedir(d);
+		free(l.v);
+		errno = err;
+		return -1;
 	}
-	if (n)
-		qsort(v, n, sizeof *v, by_name);
-	*out = v;
-	return (ssize_t)n;
-nomem:
-	free(v);
-	return seterr(r, ENOMEM, "out of memory");
+	if (l.n > 1)
+		qsort(l.v, l.n, sizeof l.v[0], by_name);
+	*out = l.v;
+	return (ssize_t)l.n;
 }

@@ -9,7 +9,9 @@
  *
  * An entry names one inbox.  It lives while its owner heartbeats: the owner
  * calls maro_registry_heartbeat() about once a second and an entry whose
- * heartbeat is older than the TTL (default 5 s) is gone for every reader.
+ * heartbeat is older than the owner's TTL (default 5 s) is gone for every
+ * reader.  dir: also drops an entry the moment its owner's process dies.
+ * The stored layouts: registry-dir.c, registry-redis.c, and maro(7).
  * A name is held by one live owner; names starting with '~' are private
  * inboxes (reply inboxes of blocking senders): lookups find them, listings
  * and prefix matches skip them.
@@ -17,7 +19,9 @@
  * Functions return 0 (or a count) on success and -1 on failure with errno
  * set and a message for maro_registry_error(): ECONNREFUSED, EHOSTUNREACH,
  * ETIMEDOUT, EACCES (authentication: the message never contains the
- * password), EEXIST (name held), EPROTO (garbage in the backend).
+ * password), EEXIST (name held), EPROTO (an unexpected reply), EINVAL
+ * (a bad URL, group, name, endpoint or MARO_TTL).  Garbage found in the
+ * backend is never an error: readers skip it, registrants overwrite it.
  */
 #ifndef MARO_REGISTRY_H
 #define MARO_REGISTRY_H
@@ -42,11 +46,12 @@ struct maro_entry {
 	int ncpu;				/* filled by register/heartbeat */
 	double load1;				/* 1-minute load average, likewise */
 	uint64_t mem_used_kb;			/* host memory in use, likewise */
-	char info[MARO_INFO_MAX + 1];		/* free text set by the owner (e.g. pool counts) */
+	char info[MARO_INFO_MAX + 1];		/* free text set by the owner (e.g. pool counts);
+						   control bytes read as spaces, bad UTF-8 as '?' */
 };
 
 struct maro_registry_opts {
-	int64_t ttl_ms;		/* default 5000 */
+	int64_t ttl_ms;		/* 0: $MARO_TTL (1s..1h, raised to at least 2s), else 5000 */
 };
 
 struct maro_registry;
@@ -55,9 +60,11 @@ struct maro_registry;
 const char *maro_registry_default_url(void);
 /*
  * Connects (redis) or creates the group's directory (dir, mode 0700).
- * url NULL means $MARO_REGISTRY or the default; the password may also come
- * from $MARO_REDIS_PASSWORD.  On failure returns NULL with errno and, if
- * errbuf is not NULL, a message (without the password) in errbuf.
+ * url NULL means $MARO_REGISTRY or the default; group NULL means
+ * $MARO_GROUP or "maro"; the password may also come from
+ * $MARO_REDIS_PASSWORD (when the URL has none).  On failure returns NULL
+ * with errno and, if errbuf is not NULL, a message (without the password)
+ * in errbuf.  opts may be NULL.
  */
 struct maro_registry *maro_registry_open(const char *url, const char *group,
     const struct maro_registry_opts *opts, char *errbuf, size_t errlen);
@@ -74,10 +81,13 @@ const char *maro_registry_local_address(const struct maro_registry *r);
 
 /*
  * Registers e->name (e->type, e->endpoint, e->info are the caller's; host,
- * pid, start time and load are filled in).  If the name is held by another
- * live owner: with takeover the entry is replaced (the old owner learns it
- * at its next heartbeat), without it -1/EEXIST and *holder (if not NULL)
- * describes the holder.  A handle may register several names.
+ * pid, start time and load are filled in; an empty type is derived from
+ * the name, without its '~').  If the name is held by another live owner
+ * (another handle, even in this process): with takeover the entry is
+ * replaced (the old owner learns it at its next heartbeat), without it
+ * -1/EEXIST and *holder (if not NULL) describes the holder.  A handle may
+ * register several names; registering one of its own again updates it.
+ * The endpoint must be tcp://HOST:PORT or ipc://PATH (else EINVAL).
  */
 int maro_registry_register(struct maro_registry *r, const struct maro_entry *e,
     int takeover, struct maro_entry *holder);
@@ -85,14 +95,16 @@ int maro_registry_register(struct maro_registry *r, const struct maro_entry *e,
 int maro_registry_set_info(struct maro_registry *r, const char *name, const char *info);
 /*
  * Refreshes every entry of this handle.  Reconnects after a lost connection
- * and registers again entries the backend lost (a restarted Redis).  Returns
- * 0; -1 when the backend is unreachable (try again later); or -1/EEXIST when
- * a name was taken over by another owner (maro_registry_error names it).
+ * and registers again entries the backend lost (a restarted Redis) or let
+ * expire, unless another owner has the name meanwhile.  Returns 0; -1 when
+ * the backend is unreachable (try again later); or -1/EEXIST when a name
+ * was taken over by another owner (maro_registry_error names it): that
+ * name is no longer this handle's, the others were refreshed.
  */
 int maro_registry_heartbeat(struct maro_registry *r);
-/* Removes one entry of this handle at once. */
+/* Removes one entry of this handle at once (0 if the name is not this handle's). */
 int maro_registry_unregister(struct maro_registry *r, const char *name);
-/* 1 with *e when name is live, 0 when it is not, -1 on error. */
+/* 1 with *e when name is live, 0 when it is not (or invalid, or garbage), -1 on error. */
 int maro_registry_lookup(struct maro_registry *r, const char *name, struct maro_entry *e);
 /*
  * The live, non-private entries whose name starts with prefix (NULL or ""

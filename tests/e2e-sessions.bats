@@ -21,7 +21,7 @@ lines() { [ -f "$1" ] && wc -l < "$1" || echo 0; }
 worker() {
 	bg 120 sh -c 'maro-recv -n "$1" -f json |
 		jq -c --unbuffered "$2" |
-		maro-msg reply -i json | maro-send' _ "$1" "${2:-.payload |= . * 2}"
+		maro-msg reply -n "$1" -i json | maro-send' _ "$1" "${2:-.payload |= . * 2}"
 	WORKER=$BG_PID
 }
 
@@ -127,11 +127,11 @@ live() { maro-peers -f json | grep -c "\"$1" || :; }
 
 @test "scatter: 1000 tasks over 4 workers, one killed half way: each answered once" {
 	for i in 1 2 3 4; do worker "worker.$i"; eval "w$i=\$WORKER"; done
-	wait_until 10 test "$(live worker.)" -eq 4
+	wait_until 10 live_is worker. 4
 	seq 1000 > tasks
 	bg 120 sh -c 'maro-scatter -P worker -t double --json-lines -W 100s -f json < tasks > out'
 	scatter=$BG_PID
-	wait_until 60 test "$(lines out)" -ge 300
+	wait_until 60 has_lines out 300
 	kill -9 "$(child_pid "$w2" maro-recv)"
 	wait_exit "$scatter" 100
 	[ "$status" -eq 0 ]
@@ -148,13 +148,13 @@ live() { maro-peers -f json | grep -c "\"$1" || :; }
 	mkfifo feed
 	bg 120 sh -c 'maro-scatter -P worker -t double --json-lines -W 100s -f json < feed > out'
 	scatter=$BG_PID
-	exec 3> feed
-	seq 1 50 >&3
-	wait_until 30 test "$(lines out)" -ge 50
+	exec 5> feed
+	seq 1 50 >&5
+	wait_until 30 has_lines out 50
 	worker worker.2
-	wait_until 10 test "$(live worker.)" -eq 2
-	seq 51 400 >&3
-	exec 3>&-
+	wait_until 10 live_is worker. 2
+	seq 51 400 >&5
+	exec 5>&-
 	wait_exit "$scatter" 100
 	[ "$status" -eq 0 ]
 	[ "$(lines out)" -eq 400 ]
@@ -164,7 +164,7 @@ live() { maro-peers -f json | grep -c "\"$1" || :; }
 @test "scatter --ordered writes replies in input order" {
 	worker worker.1
 	worker worker.2
-	wait_until 10 test "$(live worker.)" -eq 2
+	wait_until 10 live_is worker. 2
 	run timeout 60 sh -c 'seq 200 | maro-scatter -P worker -t double --json-lines --window 3 --ordered -W 50s -f payload'
 	assert_success
 	[ "$output" = "$(seq 2 2 400)" ]
@@ -173,7 +173,7 @@ live() { maro-peers -f json | grep -c "\"$1" || :; }
 @test "iscatter: delivered messages out, replies collected by id" {
 	worker worker.1
 	worker worker.2
-	wait_until 10 test "$(live worker.)" -eq 2
+	wait_until 10 live_is worker. 2
 	run timeout 30 sh -c 'seq 10 | maro-scatter -n master -P worker -t double --json-lines --async -W 20s > sent'
 	assert_success
 	[ "$(maro-msg -f json < sent | wc -l)" -eq 10 ]
@@ -197,7 +197,7 @@ live() { maro-peers -f json | grep -c "\"$1" || :; }
 @test "bcast: a peer that never replies is named, exit 1" {
 	worker worker.1
 	mute worker.2
-	wait_until 10 test "$(live worker.)" -eq 2
+	wait_until 10 live_is worker. 2
 	run timeout 30 maro-bcast -P worker -t double --json 1 -W 3s -f payload
 	assert_failure 1
 	assert_line 2
@@ -207,7 +207,7 @@ live() { maro-peers -f json | grep -c "\"$1" || :; }
 @test "ibroadcast: one line per peer, receive_by_id waits for all" {
 	worker worker.1
 	worker worker.2
-	wait_until 10 test "$(live worker.)" -eq 2
+	wait_until 10 live_is worker. 2
 	run timeout 30 sh -c 'maro-bcast -n master -P worker -t double --json 7 --async -W 20s > sent'
 	assert_success
 	[ "$(maro-msg -f json < sent | wc -l)" -eq 2 ]

@@ -57,7 +57,7 @@ lines() { [ -f "$1" ] && wc -l < "$1" || echo 0; }
 	first=$BG_PID
 	bg 120 maro-send -p sink -W 100s < in.cbor
 	send=$BG_PID
-	wait_until 60 test "$(lines first)" -ge 20000
+	wait_until 60 has_lines first 20000
 	kill -9 "$(child_pid "$first" maro-recv)"
 	bg 120 maro-recv -n sink --takeover -f payload > second
 	second=$BG_PID
@@ -70,14 +70,14 @@ lines() { [ -f "$1" ] && wc -l < "$1" || echo 0; }
 	cat first second | sort -n -u | cmp - <(seq 1 100000)
 	# duplicates only within the sender's in-flight window (4096)
 	dups=$(( $(cat first second | wc -l) - 100000 ))
-	echo "duplicates: $dups" >&3
+	echo "# duplicates: $dups" >&3
 	[ "$dups" -le 4096 ]
 	[ "$(lines second)" -gt 0 ]
 }
 
 @test "a second receiver of a held name fails and names the holder" {
 	bg 30 maro-recv -n worker.1 -f payload > /dev/null
-	wait_until 10 sh -c 'maro-peers -f json | grep -q "\"worker.1\""'
+	wait_until 10 is_live worker.1
 	run timeout 10 maro-recv -n worker.1 -W 1s
 	assert_failure 69
 	assert_output --partial "name 'worker.1' is held by pid $(child_pid "$BG_PID" maro-recv)"
@@ -86,9 +86,9 @@ lines() { [ -f "$1" ] && wc -l < "$1" || echo 0; }
 
 @test "a killed receiver's entry disappears within the expiry" {
 	bg 30 maro-recv -n worker.7 > /dev/null
-	wait_until 10 sh -c 'maro-peers -f json | grep -q "\"worker.7\""'
+	wait_until 10 is_live worker.7
 	kill -9 "$(child_pid "$BG_PID" maro-recv)"
-	wait_until 5 sh -c '! maro-peers -f json | grep -q "\"worker.7\""'
+	wait_until 5 not_live worker.7
 }
 
 @test "a peer that never appears: 124 at the timeout, the message listed" {
@@ -126,16 +126,16 @@ lines() { [ -f "$1" ] && wc -l < "$1" || echo 0; }
 	recv=$BG_PID
 	bg 120 maro-send -p sink < feed
 	send=$BG_PID
-	exec 3> feed
-	numbers 1 1000 >&3
-	wait_until 30 test "$(lines out)" -ge 1000
+	exec 5> feed
+	numbers 1 1000 >&5
+	wait_until 30 has_lines out 1000
 	sh "$MARO_TOP/scripts/test-redis" stop "$BATS_FILE_TMPDIR/redis"
-	numbers 1001 2000 >&3
-	wait_until 30 test "$(lines out)" -ge 2000
+	numbers 1001 2000 >&5
+	wait_until 30 has_lines out 2000
 	sh "$MARO_TOP/scripts/test-redis" start "$BATS_FILE_TMPDIR/redis" "$port"
-	wait_until 15 sh -c 'maro-peers -f json | grep -q "\"sink\""'
-	numbers 2001 3000 >&3
-	exec 3>&-
+	wait_until 15 is_live sink
+	numbers 2001 3000 >&5
+	exec 5>&-
 	wait_exit "$send" 60; [ "$status" -eq 0 ]
 	wait_exit "$recv" 30; [ "$status" -eq 0 ]
 	seq 1 3000 | cmp - out
@@ -168,7 +168,7 @@ lines() { [ -f "$1" ] && wc -l < "$1" || echo 0; }
 		export MARO_TRANSPORT=$transport
 		bg 30 maro-recv -n sink -C 1 -f payload > out
 		recv=$BG_PID
-		wait_until 10 sh -c 'maro-peers -f json | grep -q "\"sink\""'
+		wait_until 10 is_live sink
 		ep=$(maro-peers -f json | jq -r 'select(.name == "sink") | .endpoint')
 		run timeout 20 "$MARO_BIN/../tests/unit-tests" hostile "$ep"
 		assert_success

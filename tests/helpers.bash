@@ -15,7 +15,8 @@ BG_PIDS=()
 bg() {
 	local limit=$1
 	shift
-	timeout -k 2 "$limit" "$@" &
+	# an explicit <&0: bash gives background jobs /dev/null otherwise
+	timeout -k 2 "$limit" "$@" <&0 &
 	BG_PID=$!
 	BG_PIDS+=("$BG_PID")
 }
@@ -33,6 +34,15 @@ wait_until() {
 		sleep 0.02
 	done
 }
+
+# For wait_until, which runs its command again each time:
+# has_lines FILE N: FILE has at least N lines.
+has_lines() { [ -f "$1" ] && [ "$(wc -l < "$1")" -ge "$2" ]; }
+# live_is PREFIX N: exactly N live peers whose names start with PREFIX.
+live_is() { [ "$(maro-peers -P "$1" -f json | wc -l)" -eq "$2" ]; }
+# is_live NAME / not_live NAME
+is_live() { maro-peers -f json | grep -q "\"name\":\"$1\""; }
+not_live() { ! is_live "$1"; }
 
 # wait_exit PID SECONDS: wait for a background pid to finish; its status in $status.
 wait_exit() {

@@ -71,7 +71,7 @@ live() { maro-peers -f json | grep -c "\"$1" || :; }
 	bg 60 maro-dist -n worker.1 --raw --co '*:x:1' 'cat'
 	dist=$(child_pid "$BG_PID" maro-dist)
 	co=$(child_pid "$dist" sh)
-	wait_until 10 test "$(live worker.1)" -eq 1
+	wait_until 10 live_is worker.1 1
 	kill -TERM "$dist"
 	wait_exit "$BG_PID" 10
 	[ "$status" -eq 143 ]
@@ -85,7 +85,7 @@ live() { maro-peers -f json | grep -c "\"$1" || :; }
 			'awk "{ print \$1 * \$1; fflush() }"' \
 			--on 'master:report:1' '(maro-send -n "$MARO_NAME" -p master -t progress -d "$MARO_NAME" --notification -W 20s >/dev/null &); maro-msg reply -d ok'
 	done
-	wait_until 10 test "$(live worker.)" -eq 3
+	wait_until 10 live_is worker. 3
 	run timeout 30 sh -c 'seq 30 | maro-scatter -n master -P worker -t square --json-lines -W 20s -f payload | sort -n'
 	assert_success
 	[ "$output" = "$(seq 30 | awk '{ print $1 * $1 }' | sort -n)" ]

@@ -70,7 +70,7 @@ teardown() { default_teardown; }
 @test "maro-recv: SIGTERM leaves the registry at once and exits 143" {
 	bg 30 maro-recv -n leaving
 	pid=$(child_pid "$BG_PID" maro-recv)
-	wait_until 10 sh -c 'maro-peers -f json | grep -q "\"leaving\""'
+	wait_until 10 is_live leaving
 	kill -TERM "$pid"
 	wait_exit "$BG_PID" 10
 	[ "$status" -eq 143 ]

@@ -72,7 +72,7 @@ live() { maro-peers -f json | grep -c "\"$1" || :; }
 
 @test "60% of 5 live workers is 3" {
 	for i in 1 2 3 4 5; do idle "worker.$i"; done
-	wait_until 10 test "$(live worker.)" -eq 5
+	wait_until 10 live_is worker. 5
 	note w-x update 1   # not a worker: does not count
 	note worker.1 update 2
 	run timeout 5 maro-wait-event -n master -W 2s -q 'worker:update:60%'
@@ -85,7 +85,7 @@ live() { maro-peers -f json | grep -c "\"$1" || :; }
 
 @test "a worker killed mid-wait lowers the 60% bar" {
 	for i in 1 2 3 4 5; do idle "worker.$i"; eval "p$i=\$BG_PID"; done
-	wait_until 10 test "$(live worker.)" -eq 5
+	wait_until 10 live_is worker. 5
 	note worker.1 update 2
 	bg 60 maro-wait-event -n master -W 50s -f payload 'worker:update:60%'
 	waiter=$BG_PID

@@ -1,17 +1,82 @@
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "registry.h"
 #include "unit.h"
 
 int unit_passed, unit_failed;
+
+/*
+ * "unit-tests hold NAME [ENDPOINT]": a stand-in receiver for the suites.
+ * Registers NAME ($MARO_REGISTRY, $MARO_GROUP), says "held NAME" on stdout,
+ * heartbeats every second and leaves on SIGTERM or SIGINT (exit 0).  Exit
+ * 69 when the registry is unavailable, 1 when the name is held.
+ */
+static int
+hold(const char *name, const char *endpoint)
+{
+	struct maro_registry *r;
+	struct maro_entry e, holder;
+	struct timespec beat = { 1, 0 };
+	sigset_t sigs;
+	char err[512];
+	int sig, quiet = 0;
+
+	/* blocked, then awaited with the heartbeat as timeout: no signal is missed */
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGINT);
+	sigprocmask(SIG_BLOCK, &sigs, NULL);
+	r = maro_registry_open(NULL, NULL, NULL, err, sizeof err);
+	if (!r) {
+		fprintf(stderr, "unit-tests hold: %s\n", err);
+		return 69;
+	}
+	memset(&e, 0, sizeof e);
+	snprintf(e.name, sizeof e.name, "%s", name);
+	snprintf(e.endpoint, sizeof e.endpoint, "%s", endpoint ? endpoint : "tcp://127.0.0.1:9");
+	if (maro_registry_register(r, &e, 0, &holder) < 0) {
+		int held = errno == EEXIST;
+
+		fprintf(stderr, "unit-tests hold: %s\n", maro_registry_error(r));
+		maro_registry_close(r);
+		return held ? 1 : 69;
+	}
+	printf("held %s\n", name);
+	fflush(stdout);
+	for (;;) {
+		sig = sigtimedwait(&sigs, NULL, &beat);
+		if (sig == SIGTERM || sig == SIGINT)
+			break;
+		if (maro_registry_heartbeat(r) == 0) {
+			quiet = 0;
+		} else if (errno == EEXIST) {
+			fprintf(stderr, "unit-tests hold: %s\n", maro_registry_error(r));
+			maro_registry_close(r);
+			return 1;
+		} else if (!quiet) {
+			/* the registry may come back (a restarted Redis): keep beating */
+			fprintf(stderr, "unit-tests hold: %s\n", maro_registry_error(r));
+			quiet = 1;
+		}
+	}
+	maro_registry_close(r);
+	return 0;
+}
 
 int
 main(int argc, char **argv)
 {
 	if (argc == 3 && !strcmp(argv[1], "hostile"))
 		return fixture_hostile(argv[2]);
+	if ((argc == 3 || argc == 4) && !strcmp(argv[1], "hold"))
+		return hold(argv[2], argc == 4 ? argv[3] : NULL);
 	if (argc > 1) {
-		fprintf(stderr, "usage: unit-tests [hostile ENDPOINT]\n");
+		fprintf(stderr, "usage: unit-tests [hostile ENDPOINT | hold NAME [ENDPOINT]]\n");
 		return 2;
 	}
 	test_cborseq();

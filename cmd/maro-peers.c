@@ -1,0 +1,325 @@
+/*
+ * maro-peers: the live members of a group; wait until the expected peers
+ * are there; watch members join and leave.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "maro.h"
+
+static void
+usage(void)
+{
+	printf("usage: %s [-g GROUP] [--registry URL] [-P PREFIX] [-f text|json]\n"
+	    "          [-e TYPE=N]... [-W DUR] [--watch] [-q] [-v]\n"
+	    "       %s -h | -V\n", maro_progname, maro_progname);
+}
+
+enum { OPT_REGISTRY = 256, OPT_WATCH };
+
+static const struct option longopts[] = {
+	{ "group", required_argument, NULL, 'g' },
+	{ "registry", required_argument, NULL, OPT_REGISTRY },
+	{ "prefix", required_argument, NULL, 'P' },
+	{ "format", required_argument, NULL, 'f' },
+	{ "expect", required_argument, NULL, 'e' },
+	{ "timeout", required_argument, NULL, 'W' },
+	{ "watch", no_argument, NULL, OPT_WATCH },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+	{ NULL, 0, NULL, 0 },
+};
+
+struct out {
+	int json, quiet;
+};
+
+static json_t *
+entry_json(const struct maro_entry *e, const char *event)
+{
+	json_t *j = json_object();
+
+	if (!j)
+		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+	if (event)
+		json_object_set_new(j, "event", json_string(event));
+	json_object_set_new(j, "name", json_string(e->name));
+	if (event && !strcmp(event, "leave"))
+		return j;
+	json_object_set_new(j, "type", json_string(e->type));
+	json_object_set_new(j, "host", json_string(e->host));
+	json_object_set_new(j, "endpoint", json_string(e->endpoint));
+	json_object_set_new(j, "pid", json_integer(e->pid));
+	json_object_set_new(j, "started", json_integer(e->started_ms));
+	json_object_set_new(j, "heartbeat_age_ms", json_integer(e->heartbeat_age_ms));
+	json_object_set_new(j, "ncpu", json_integer(e->ncpu));
+	json_object_set_new(j, "load1", json_real(e->load1));
+	json_object_set_new(j, "mem_used_kb", json_integer((json_int_t)e->mem_used_kb));
+	json_object_set_new(j, "info", json_string(e->info));
+	return j;
+}
+
+static void
+put_json(json_t *j)
+{
+	char *s = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(4));
+
+	if (!s)
+		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+	puts(s);
+	free(s);
+	json_decref(j);
+}
+
+static void
+age_text(char *buf, size_t len, int64_t ms)
+{
+	if (ms < 100000)
+		snprintf(buf, len, "%.1fs", (double)ms / 1000);
+	else
+		snprintf(buf, len, "%llds", (long long)(ms / 1000));
+}
+
+static void
+mem_text(char *buf, size_t len, uint64_t kb)
+{
+	if (kb >= 1024 * 1024)
+		snprintf(buf, len, "%.1fG", (double)kb / (1024 * 1024));
+	else
+		snprintf(buf, len, "%.0fM", (double)kb / 1024);
+}
+
+static int
+widest(const struct maro_entry *v, size_t n, size_t off, int min)
+{
+	size_t i;
+	int w = min;
+
+	for (i = 0; i < n; i++) {
+		int k = (int)strlen((const char *)&v[i] + off);
+
+		if (k > w)
+			w = k;
+	}
+	return w;
+}
+
+#define WIDEST(v, n, field, title) widest(v, n, offsetof(struct maro_entry, field), (int)strlen(title))
+
+/* A header and one aligned row per peer; -v adds the host's status. */
+static void
+print_table(const struct maro_entry *v, size_t n, const struct out *o)
+{
+	int wn = WIDEST(v, n, name, "NAME"), wt = WIDEST(v, n, type, "TYPE");
+	int wh = WIDEST(v, n, host, "HOST"), we = WIDEST(v, n, endpoint, "ENDPOINT");
+	char age[32], mem[32];
+	size_t i;
+
+	if (!o->quiet) {
+		printf("%-*s  %-*s  %-*s  %-*s  %7s  %6s", wn, "NAME", wt, "TYPE", wh, "HOST", we,
+		    "ENDPOINT", "PID", "AGE");
+		if (maro_verbose)
+			printf("  %4s  %6s  %6s  %s", "NCPU", "LOAD1", "MEM", "INFO");
+		putchar('\n');
+	}
+	for (i = 0; i < n; i++) {
+		age_text(age, sizeof age, v[i].heartbeat_age_ms);
+		printf("%-*s  %-*s  %-*s  %-*s  %7ld  %6s", wn, v[i].name, wt, v[i].type, wh, v[i].host,
+		    we, v[i].endpoint, (long)v[i].pid, age);
+		if (maro_verbose) {
+			mem_text(mem, sizeof mem, v[i].mem_used_kb);
+			printf("  %4d  %6.2f  %6s%s%s", v[i].ncpu, v[i].load1, mem, v[i].info[0] ? "  " : "",
+			    v[i].info);
+		}
+		putchar('\n');
+	}
+}
+
+static int
+show(struct maro_registry *r, const char *prefix, const struct out *o)
+{
+	struct maro_entry *v;
+	ssize_t n = maro_registry_list(r, prefix, &v), i;
+
+	if (n < 0) {
+		maro_warn("%s", maro_registry_error(r));
+		return MARO_EXIT_UNAVAILABLE;
+	}
+	if (o->json)
+		for (i = 0; i < n; i++)
+			put_json(entry_json(&v[i], NULL));
+	else
+		print_table(v, (size_t)n, o);
+	free(v);
+	return 0;
+}
+
+static const struct maro_entry *
+find(const struct maro_entry *v, size_t n, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(v[i].name, name))
+			return &v[i];
+	return NULL;
+}
+
+/* The same member, not a new holder of the name (a takeover is a leave and a join). */
+static int
+same(const struct maro_entry *a, const struct maro_entry *b)
+{
+	return a->pid == b->pid && a->started_ms == b->started_ms && !strcmp(a->host, b->host) &&
+	    !strcmp(a->endpoint, b->endpoint);
+}
+
+static int
+event(const struct maro_entry *e, const char *what, const struct out *o)
+{
+	if (o->json)
+		put_json(entry_json(e, what));
+	else if (!strcmp(what, "join"))
+		printf("join %s %s %s %s\n", e->name, e->type, e->host, e->endpoint);
+	else
+		printf("leave %s\n", e->name);
+	return fflush(stdout) == EOF ? -1 : 0;
+}
+
+/*
+ * Polls the registry and prints the difference with the last poll.  A
+ * registry that fails meanwhile (a restarting Redis) is said once and
+ * polled again; membership is compared only between good polls.
+ */
+static int
+watch(struct maro_registry *r, const char *prefix, const struct out *o, int64_t deadline)
+{
+	struct maro_entry *old = NULL, *cur;
+	size_t nold = 0, i;
+	ssize_t n;
+	int failing = 0, status = 0;
+
+	for (;;) {
+		int64_t left;
+		struct timespec ts;
+
+		n = maro_registry_list(r, prefix, &cur);
+		if (n < 0 && !failing) {
+			maro_warn("%s (still watching)", maro_registry_error(r));
+			failing = 1;
+		}
+		if (n >= 0) {
+			if (failing)
+				maro_warn("registry reachable again");
+			failing = 0;
+			for (i = 0; i < nold && status == 0; i++) {
+				const struct maro_entry *e = find(cur, (size_t)n, old[i].name);
+
+				if (!e || !same(e, &old[i]))
+					status = event(&old[i], "leave", o);
+			}
+			for (i = 0; i < (size_t)n && status == 0; i++) {
+				const struct maro_entry *e = find(old, nold, cur[i].name);
+
+				if (!e || !same(e, &cur[i]))
+					status = event(&cur[i], "join", o);
+			}
+			free(old);
+			old = cur;
+			nold = (size_t)n;
+		}
+		if (status < 0) {
+			status = 0;	/* stdout is gone: maro_cli_close_stdout says why, if it matters */
+			break;
+		}
+		if (maro_signal) {
+			status = maro_signal_status();
+			break;
+		}
+		left = deadline - maro_now_us();
+		if (left <= 0)
+			break;
+		if (left > 100000)
+			left = 100000;	/* the registry poll interval */
+		ts.tv_sec = 0;
+		ts.tv_nsec = (long)left * 1000;
+		nanosleep(&ts, NULL);
+		if (maro_signal) {
+			status = maro_signal_status();
+			break;
+		}
+	}
+	free(old);
+	return status;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct maro_registry *r;
+	struct maro_expect *ex = NULL;
+	struct out o = { 0, 0 };
+	const char *url = NULL, *group = getenv("MARO_GROUP"), *prefix = NULL;
+	char errbuf[512];
+	size_t nex = 0;
+	int64_t timeout = -1, deadline;
+	int ch, watching = 0, status;
+
+	maro_cli_init(argv[0]);
+	while ((ch = getopt_long(argc, argv, "g:P:f:e:W:qvhV", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'g': group = optarg; break;
+		case OPT_REGISTRY: url = optarg; break;
+		case 'P': prefix = optarg; break;
+		case 'f':
+			if (strcmp(optarg, "text") && strcmp(optarg, "json"))
+				maro_usage_error("unknown format '%s' (text or json)", optarg);
+			o.json = !strcmp(optarg, "json");
+			break;
+		case 'e':
+			ex = realloc(ex, (nex + 1) * sizeof *ex);
+			if (!ex)
+				maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+			if (maro_expect_parse(optarg, &ex[nex++]) < 0)
+				maro_usage_error("invalid -e '%s' (use TYPE=N, N at least 1)", optarg);
+			break;
+		case 'W': timeout = maro_cli_duration("-W", optarg); break;
+		case OPT_WATCH: watching = 1; break;
+		case 'q': o.quiet = 1; break;
+		case 'v': maro_verbose = 1; break;
+		case 'h': usage(); return 0;
+		case 'V': maro_print_version(); return 0;
+		default: maro_usage_error("invalid option");
+		}
+	}
+	if (optind < argc)
+		maro_usage_error("unexpected argument '%s'", argv[optind]);
+	if (prefix && (!maro_name_valid(prefix) || prefix[0] == '~'))
+		maro_usage_error("invalid prefix '%s' (letters, digits, '.', '_', '-')", prefix);
+	if (!group || !*group)
+		group = "maro";
+
+	maro_cli_catch_signals();
+	deadline = timeout >= 0 ? maro_now_us() + timeout : INT64_MAX;
+	r = maro_registry_open(url, group, NULL, errbuf, sizeof errbuf);
+	if (!r)
+		maro_die(errno == EINVAL ? MARO_EXIT_USAGE : MARO_EXIT_UNAVAILABLE, "%s", errbuf);
+	maro_info("group '%s' in the %s registry", group, maro_registry_kind(r));
+	status = nex ? maro_cli_expect_wait(r, ex, nex, deadline) : 0;
+	if (status == 0 && watching)
+		status = watch(r, prefix, &o, deadline);
+	else if (status == 0 && !(nex && o.quiet))
+		status = show(r, prefix, &o);
+	maro_registry_close(r);
+	free(ex);
+	return maro_cli_close_stdout(status);
+}

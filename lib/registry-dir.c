@@ -1,0 +1,504 @@
+/*
+ * registry-dir: the embedded backend, one directory per group (dir:PATH
+ * keeps group G in PATH/G, mode 0700, owned by the user).
+ *
+ *   NAME.entry          one entry: "key=value" lines (registry-impl.h
+ *                       fields plus token, hb, ttl, owner), replaced
+ *                       atomically (written as .tmp.*, then renamed)
+ *   .owner.PID.XXXXXXXX a handle's lock file: it holds an open file
+ *                       description lock (F_OFD_SETLK) on it for its whole
+ *                       life, so a reader sees with F_OFD_GETLK whether
+ *                       the owner still runs; the kernel drops the lock
+ *                       the instant a SIGKILLed owner dies
+ *   .lock               flock(2) around register, heartbeat and
+ *                       unregister, so two registrants of a name cannot
+ *                       both win and a heartbeat cannot undo a takeover
+ *
+ * An entry is live when it parses, its owner's lock is held, and its
+ * heartbeat (wall clock ms) is younger than its own ttl.  Readers never
+ * delete: a stale entry is ignored and overwritten by the next registrant.
+ * Under the group lock, a handle's first registration sweeps what dead
+ * owners left (their lock files, stale entries, temporary files).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "registry-impl.h"
+
+#define ENTRY_MAX 4096
+#define LOCK_WAIT_MS 2000
+/* a live entry is rewritten every second or so: older files are worth a look */
+#define SWEEP_AGE_S 3
+
+struct dir {
+	char path[PATH_MAX];		/* PATH/GROUP, for messages */
+	int dfd;			/* the group directory: every file is opened at it */
+	int gfd;			/* .lock, once needed */
+	int ofd;			/* our owner lock file, from the first registration */
+	char owner[64];
+	int swept;
+};
+
+static struct dir *
+D(const struct maro_registry *r)
+{
+	return r->priv;
+}
+
+static int
+mkdir_p(struct maro_registry *r, const char *path)
+{
+	char sub[PATH_MAX];
+	size_t i, n = strlen(path);
+
+	if (n >= sizeof sub)
+		return maro_registry_fail(r, ENAMETOOLONG, "registry directory '%s' is too long", path);
+	memcpy(sub, path, n + 1);
+	for (i = 1; i <= n; i++) {
+		if (sub[i] != '/' && sub[i] != '\0')
+			continue;
+		sub[i] = '\0';
+		if (mkdir(sub, 0700) < 0 && errno != EEXIST)
+			return maro_registry_fail(r, errno, "cannot create registry directory '%s': %s", sub,
+			    strerror(errno));
+		sub[i] = path[i];
+	}
+	return 0;
+}
+
+static int
+dir_open(struct maro_registry *r, const char *where)
+{
+	struct dir *d = calloc(1, sizeof *d);
+	struct stat st;
+	int n;
+
+	if (!d)
+		return maro_registry_fail(r, ENOMEM, "out of memory");
+	d->dfd = d->gfd = d->ofd = -1;
+	r->priv = d;
+	if (*where != '/')
+		return maro_registry_fail(r, EINVAL, "invalid registry 'dir:%s' (the path must be absolute)",
+		    where);
+	n = snprintf(d->path, sizeof d->path, "%s/%s", where, r->group);
+	if (n < 0 || (size_t)n >= sizeof d->path)
+		return maro_registry_fail(r, ENAMETOOLONG, "registry directory '%s' is too long", where);
+	if (mkdir_p(r, d->path) < 0)
+		return -1;
+	d->dfd = open(d->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (d->dfd < 0)
+		return maro_registry_fail(r, errno, "cannot open registry directory '%s': %s", d->path,
+		    strerror(errno));
+	/* entries of other users' directories cannot be trusted, nor their locks seen */
+	if (fstat(d->dfd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 002))
+		return maro_registry_fail(r, EACCES,
+		    "registry directory '%s' is not private (owned by another user or world-writable)",
+		    d->path);
+	return 0;
+}
+
+static void
+dir_close(struct maro_registry *r)
+{
+	struct dir *d = D(r);
+
+	if (!d)
+		return;
+	if (d->ofd >= 0) {
+		unlinkat(d->dfd, d->owner, 0);
+		close(d->ofd);
+	}
+	if (d->gfd >= 0)
+		close(d->gfd);
+	if (d->dfd >= 0)
+		close(d->dfd);
+	free(d);
+	r->priv = NULL;
+}
+
+static int
+group_lock(struct maro_registry *r)
+{
+	struct dir *d = D(r);
+	struct timespec pause = { 0, 1000000 };
+	int waited;
+
+	if (d->gfd < 0) {
+		d->gfd = openat(d->dfd, ".lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (d->gfd < 0)
+			return maro_registry_fail(r, errno, "cannot open '%s/.lock': %s", d->path,
+			    strerror(errno));
+	}
+	/* bounded: a stopped process holding it must not hang every registrant */
+	for (waited = 0; flock(d->gfd, LOCK_EX | LOCK_NB) < 0; waited++) {
+		if (errno != EWOULDBLOCK && errno != EINTR)
+			return maro_registry_fail(r, errno, "cannot lock '%s/.lock': %s", d->path,
+			    strerror(errno));
+		if (waited >= LOCK_WAIT_MS)
+			return maro_registry_fail(r, ETIMEDOUT,
+			    "registry directory '%s' stays locked by another process", d->path);
+		nanosleep(&pause, NULL);
+	}
+	return 0;
+}
+
+static void
+group_unlock(struct maro_registry *r)
+{
+	flock(D(r)->gfd, LOCK_UN);
+}
+
+/* Opens a file of the group directory for reading, if it is a regular file. */
+static int
+open_plain(struct dir *d, const char *file, struct stat *st)
+{
+	int fd = openat(d->dfd, file, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode)) {
+		close(fd);
+		errno = EINVAL;
+		return -1;
+	}
+	return fd;
+}
+
+static int
+owner_alive(struct dir *d, const char *owner)
+{
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	struct stat st;
+	int fd, alive;
+
+	if (d->ofd >= 0 && !strcmp(owner, d->owner))
+		return 1;
+	fd = open_plain(d, owner, &st);
+	if (fd < 0)
+		return 0;
+	alive = fcntl(fd, F_OFD_GETLK, &fl) == 0 && fl.l_type != F_UNLCK;
+	close(fd);
+	return alive;
+}
+
+/* 1 with the file parsed, 0 no such file, -1 garbage. */
+static int
+read_entry(struct dir *d, const char *file, struct maro_entry *e, struct maro_registry_meta *m)
+{
+	char buf[ENTRY_MAX + 1], *p, *end;
+	struct stat st;
+	ssize_t n;
+	size_t len = 0;
+	int fd = open_plain(d, file, &st);
+
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -1;
+	if (st.st_size > ENTRY_MAX) {
+		close(fd);
+		return -1;
+	}
+	while (len < sizeof buf - 1 && (n = read(fd, buf + len, sizeof buf - 1 - len)) != 0) {
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			close(fd);
+			return -1;
+		}
+		len += (size_t)n;
+	}
+	close(fd);
+	if (len == 0 || len > ENTRY_MAX || buf[len - 1] != '\n')
+		return -1;
+	memset(e, 0, sizeof *e);
+	memset(m, 0, sizeof *m);
+	for (p = buf; p < buf + len; p = end + 1) {
+		char *eq;
+
+		end = memchr(p, '\n', (size_t)(buf + len - p));
+		eq = memchr(p, '=', (size_t)(end - p));
+		if (!eq || eq == p ||
+		    maro_registry_field(e, m, p, (size_t)(eq - p), eq + 1, (size_t)(end - eq - 1)) < 0)
+			return -1;
+	}
+	return maro_registry_entry_check(e, m) == 0 && m->owner[0] ? 1 : -1;
+}
+
+static void
+entry_file(char *out, size_t len, const char *name)
+{
+	snprintf(out, len, "%s.entry", name);
+}
+
+/* 1 live (e, m filled, age set), 0 none, dead or expired, -1 garbage. */
+static int
+get_entry(struct dir *d, const char *name, struct maro_entry *e, struct maro_registry_meta *m)
+{
+	char file[MARO_NAME_MAX + 8];
+	int64_t age;
+	int rc;
+
+	entry_file(file, sizeof file, name);
+	rc = read_entry(d, file, e, m);
+	if (rc <= 0)
+		return rc;
+	if (strcmp(e->name, name) != 0)
+		return -1;
+	age = maro_registry_wall_ms() - m->hb_ms;
+	e->heartbeat_age_ms = age < 0 ? 0 : age;
+	return age <= m->ttl_ms && owner_alive(d, m->owner);
+}
+
+/* Under the group lock. */
+static int
+own_lock(struct maro_registry *r)
+{
+	struct dir *d = D(r);
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+
+	if (d->ofd >= 0)
+		return 0;
+	snprintf(d->owner, sizeof d->owner, ".owner.%ld.%.8s", (long)getpid(), r->token);
+	unlinkat(d->dfd, d->owner, 0);
+	d->ofd = openat(d->dfd, d->owner, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (d->ofd < 0)
+		return maro_registry_fail(r, errno, "cannot create '%s/%s': %s", d->path, d->owner,
+		    strerror(errno));
+	if (fcntl(d->ofd, F_OFD_SETLK, &fl) < 0) {
+		int err = errno;
+
+		close(d->ofd);
+		d->ofd = -1;
+		unlinkat(d->dfd, d->owner, 0);
+		return maro_registry_fail(r, err, "cannot lock '%s/%s': %s", d->path, d->owner,
+		    strerror(err));
+	}
+	return 0;
+}
+
+static int
+ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), k = strlen(suffix);
+
+	return n > k && !strcmp(s + n - k, suffix);
+}
+
+/*
+ * Under the group lock, so nothing it removes can be in use: owner files
+ * are locked before any entry names them, temporary files live only
+ * inside the lock, and the owner of an entry that is not live recreates it
+ * at its next heartbeat if it still runs.
+ */
+static void
+sweep(struct maro_registry *r)
+{
+	struct dir *d = D(r);
+	struct dirent *de;
+	time_t now = time(NULL);
+	int fd = openat(d->dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *dp = fd >= 0 ? fdopendir(fd) : NULL;
+
+	d->swept = 1;
+	if (!dp) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	while ((de = readdir(dp))) {
+		const char *f = de->d_name;
+		struct stat st;
+
+		if (!strncmp(f, ".tmp.", 5)) {
+			unlinkat(d->dfd, f, 0);
+		} else if (!strncmp(f, ".owner.", 7) && strcmp(f, d->owner) != 0) {
+			long pid = strtol(f + 7, NULL, 10);
+
+			/* the pid is only a cheap hint; the lock decides */
+			if (pid > 0 && kill((pid_t)pid, 0) < 0 && errno == ESRCH && !owner_alive(d, f))
+				unlinkat(d->dfd, f, 0);
+		} else if (ends_with(f, ".entry") &&
+		    fstatat(d->dfd, f, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    (!S_ISREG(st.st_mode) || now - st.st_mtime >= SWEEP_AGE_S)) {
+			struct maro_entry e;
+			struct maro_registry_meta m;
+			char name[MARO_NAME_MAX + 1];
+			size_t n = strlen(f) - 6;
+
+			if (n > MARO_NAME_MAX)
+				continue;
+			memcpy(name, f, n);
+			name[n] = '\0';
+			if (get_entry(d, name, &e, &m) != 1)
+				unlinkat(d->dfd, f, S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0);
+		}
+	}
+	closedir(dp);
+}
+
+static int
+write_all(int fd, const char *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t k = write(fd, p, n);
+
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		p += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+/* Under the group lock. */
+static int
+write_entry(struct maro_registry *r, const struct maro_entry *e)
+{
+	struct dir *d = D(r);
+	struct maro_registry_fields f;
+	char text[ENTRY_MAX + 1], tmp[64], file[MARO_NAME_MAX + 8];
+	size_t len = 0, i;
+	int fd, n, err;
+
+	maro_registry_fields(e, &f);
+	for (i = 0; i < MARO_REGISTRY_NFIELDS; i++) {
+		n = snprintf(text + len, sizeof text - len, "%s=%s\n", f.key[i], f.val[i]);
+		if (n < 0 || (size_t)n >= sizeof text - len)
+			return maro_registry_fail(r, EINVAL, "entry of '%s' too long", e->name);
+		len += (size_t)n;
+	}
+	n = snprintf(text + len, sizeof text - len, "token=%s\nhb=%lld\nttl=%lld\nowner=%s\n",
+	    r->token, (long long)maro_registry_wall_ms(), (long long)r->ttl_ms, d->owner);
+	if (n < 0 || (size_t)n >= sizeof text - len)
+		return maro_registry_fail(r, EINVAL, "entry of '%s' too long", e->name);
+	len += (size_t)n;
+	snprintf(tmp, sizeof tmp, ".tmp.%ld.%.8s", (long)getpid(), r->token);
+	entry_file(file, sizeof file, e->name);
+	unlinkat(d->dfd, tmp, 0);
+	fd = openat(d->dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return maro_registry_fail(r, errno, "cannot write in '%s': %s", d->path, strerror(errno));
+	if (write_all(fd, text, len) < 0 || close(fd) < 0) {
+		err = errno;
+		unlinkat(d->dfd, tmp, 0);
+		return maro_registry_fail(r, err, "cannot write in '%s': %s", d->path, strerror(err));
+	}
+	if (renameat(d->dfd, tmp, d->dfd, file) < 0) {
+		err = errno;
+		unlinkat(d->dfd, tmp, 0);
+		return maro_registry_fail(r, err, "cannot write '%s/%s': %s", d->path, file, strerror(err));
+	}
+	return 0;
+}
+
+static int
+dir_put(struct maro_registry *r, const struct maro_entry *e, int takeover, struct maro_entry *holder)
+{
+	struct dir *d = D(r);
+	struct maro_entry cur;
+	struct maro_registry_meta m;
+	int rc;
+
+	if (group_lock(r) < 0)
+		return -1;
+	rc = own_lock(r);
+	if (rc < 0)
+		goto out;
+	if (!d->swept)
+		sweep(r);
+	if (get_entry(d, e->name, &cur, &m) == 1 && strcmp(m.token, r->token) != 0 && !takeover) {
+		*holder = cur;
+		rc = maro_registry_fail(r, EEXIST, "name '%s' is held", e->name);
+		goto out;
+	}
+	rc = write_entry(r, e);
+out:
+	group_unlock(r);
+	return rc;
+}
+
+static int
+dir_del(struct maro_registry *r, const char *name)
+{
+	struct dir *d = D(r);
+	struct maro_entry cur;
+	struct maro_registry_meta m;
+	char file[MARO_NAME_MAX + 8];
+
+	if (group_lock(r) < 0)
+		return -1;
+	entry_file(file, sizeof file, name);
+	if (read_entry(d, file, &cur, &m) == 1 && !strcmp(m.token, r->token))
+		unlinkat(d->dfd, file, 0);
+	group_unlock(r);
+	return 0;
+}
+
+static int
+dir_get(struct maro_registry *r, const char *name, struct maro_entry *e)
+{
+	struct maro_entry cur;
+	struct maro_registry_meta m;
+
+	if (get_entry(D(r), name, &cur, &m) != 1)
+		return 0;
+	*e = cur;
+	return 1;
+}
+
+static int
+dir_list(struct maro_registry *r, const char *prefix, struct maro_registry_list *out)
+{
+	struct dir *d = D(r);
+	struct dirent *de;
+	size_t plen = strlen(prefix);
+	int fd = openat(d->dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc = 0;
+	DIR *dp = fd >= 0 ? fdopendir(fd) : NULL;
+
+	if (!dp) {
+		int err = errno;
+
+		if (fd >= 0)
+			close(fd);
+		return maro_registry_fail(r, err, "cannot read registry directory '%s': %s", d->path,
+		    strerror(err));
+	}
+	while (rc == 0 && (de = readdir(dp))) {
+		struct maro_entry e;
+		struct maro_registry_meta m;
+		char name[MARO_NAME_MAX + 1];
+		size_t n = strlen(de->d_name);
+
+		if (!ends_with(de->d_name, ".entry") || n - 6 > MARO_NAME_MAX || de->d_name[0] == '~')
+			continue;
+		memcpy(name, de->d_name, n - 6);
+		name[n - 6] = '\0';
+		if (!strncmp(name, prefix, plen) && maro_name_valid(name) && get_entry(d, name, &e, &m) == 1)
+			rc = maro_registry_collect(r, out, &e);
+	}
+	closedir(dp);
+	return rc;
+}
+
+const struct maro_registry_backend maro_registry_dir_backend = {
+	.kind = "dir",
+	.open = dir_open,
+	.close = dir_close,
+	.put = dir_put,
+	.del = dir_del,
+	.get = dir_get,
+	.list = dir_list,
+	.local_address = NULL,
+};

@@ -1,0 +1,121 @@
+/*
+ * registry-impl: what the common part of the registry (registry.c) and its
+ * backends (registry-dir.c, registry-redis.c) share.  Not for tools.
+ *
+ * The common part owns the handle: URL dispatch, validation, the entries
+ * this handle registered (re-sent at every heartbeat), the owner token,
+ * the error message, filtering and sorting of listings.  A backend only
+ * stores and fetches entries, and decides liveness.
+ */
+#ifndef MARO_REGISTRY_IMPL_H
+#define MARO_REGISTRY_IMPL_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "registry.h"
+
+/* An owner token: 32 hex digits from getrandom(2), one per handle. */
+#define MARO_TOKEN_LEN 32
+/* MARO_TTL bounds; opts->ttl_ms is taken as given (tests use tiny ones). */
+#define MARO_TTL_DEFAULT_MS 5000
+#define MARO_TTL_MIN_MS 2000
+#define MARO_TTL_MAX_MS 3600000
+
+struct maro_registry_backend;
+
+/* A growing array for list. */
+struct maro_registry_list {
+	struct maro_entry *v;
+	size_t n, cap;
+};
+
+struct maro_registry {
+	const struct maro_registry_backend *be;
+	void *priv;				/* the backend's state */
+	char group[MARO_NAME_MAX + 1];
+	int64_t ttl_ms;
+	char token[MARO_TOKEN_LEN + 1];
+	char err[512];
+	struct maro_entry *own;			/* what this handle registered */
+	size_t nown, capown;
+};
+
+/*
+ * Every function returns 0 (or 1/0 for get) or -1 with
+ * maro_registry_fail() called.  Entries handed to put are complete (host,
+ * pid, ... filled) and valid; entries handed back by get and list have
+ * passed maro_registry_entry_check() and carry heartbeat_age_ms.
+ */
+struct maro_registry_backend {
+	const char *kind;
+	/* where: the URL without "dir:" for dir, the whole URL for redis */
+	int (*open)(struct maro_registry *r, const char *where);
+	void (*close)(struct maro_registry *r);
+	/*
+	 * Writes e when its name is free, dead, expired or already this
+	 * handle's (same token); with takeover, whatever holds it.  Otherwise
+	 * -1/EEXIST and *holder filled (holder is never NULL).
+	 */
+	int (*put)(struct maro_registry *r, const struct maro_entry *e, int takeover,
+	    struct maro_entry *holder);
+	/* Removes name if this handle (token) owns it; 0 when it does not. */
+	int (*del)(struct maro_registry *r, const char *name);
+	/* 1 live, 0 not live or garbage, -1 error */
+	int (*get)(struct maro_registry *r, const char *name, struct maro_entry *e);
+	/* Every live entry starting with prefix ("" for all), unsorted, added with maro_registry_collect. */
+	int (*list)(struct maro_registry *r, const char *prefix, struct maro_registry_list *out);
+	const char *(*local_address)(const struct maro_registry *r);
+};
+
+extern const struct maro_registry_backend maro_registry_dir_backend;
+extern const struct maro_registry_backend maro_registry_redis_backend;
+
+/* Sets the handle's message and errno; returns -1. */
+int maro_registry_fail(struct maro_registry *r, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Wall clock, ms since the epoch. */
+int64_t maro_registry_wall_ms(void);
+
+/*
+ * The stored form of an entry: the same field names in both backends.
+ * maro_registry_fields() lists an entry's own fields (name, type, endpoint,
+ * host, pid, started, ncpu, load1, mem, info) as key/value strings; the
+ * backend adds its bookkeeping fields (token, hb, ttl, and owner for dir).
+ */
+#define MARO_REGISTRY_NFIELDS 10
+struct maro_registry_fields {
+	const char *key[MARO_REGISTRY_NFIELDS];
+	const char *val[MARO_REGISTRY_NFIELDS];
+	char num[5][32];
+};
+void maro_registry_fields(const struct maro_entry *e, struct maro_registry_fields *f);
+
+/* What a stored entry says besides the entry: filled by maro_registry_field. */
+struct maro_registry_meta {
+	int64_t hb_ms;				/* last heartbeat, the backend's clock */
+	int64_t ttl_ms;
+	char token[MARO_TOKEN_LEN + 1];
+	char owner[64];				/* dir: the owner's lock file */
+	unsigned seen;				/* required fields met, one bit each */
+};
+
+/*
+ * One stored field into e or m.  Values are bytes (not NUL-terminated).
+ * Returns -1 when the value is unusable: the whole entry is then garbage
+ * and must be skipped.  Unknown keys are ignored (0).
+ */
+int maro_registry_field(struct maro_entry *e, struct maro_registry_meta *m, const char *key,
+    size_t klen, const char *val, size_t vlen);
+/* 0 when every required field was seen and valid, -1 otherwise. */
+int maro_registry_entry_check(const struct maro_entry *e, const struct maro_registry_meta *m);
+
+/* Appends e unless it is private; -1 ENOMEM. */
+int maro_registry_collect(struct maro_registry *r, struct maro_registry_list *l,
+    const struct maro_entry *e);
+
+/* Does s (n bytes) look like tcp://HOST:PORT or ipc://PATH? */
+int maro_registry_endpoint_ok(const char *s, size_t n);
+
+#endif

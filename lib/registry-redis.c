@@ -1,0 +1,608 @@
+/*
+ * registry-redis: the backend for many hosts (redis://[user:password@]host:port[/db]).
+ *
+ *   maro:GROUP:m:NAME   hash: the entry's fields (registry-impl.h) plus
+ *                       token (the owner's), hb (server clock, ms) and
+ *                       ttl (ms); PEXPIRE ttl at every heartbeat
+ *   maro:GROUP:members  sorted set of names scored by expiry time (server
+ *                       clock, ms); lives as long as its longest member
+ *
+ * Every write is one Lua script, so check-and-set, expiry and membership
+ * change together and only the owner's token refreshes or removes an
+ * entry.  Times come from the server's clock (TIME), so hosts need not
+ * agree on the time.  A lost connection is reopened at the next call; a
+ * server that restarted empty gets the entries back at the next heartbeat.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include <hiredis/hiredis.h>
+
+#include "registry-impl.h"
+
+struct rds {
+	redisContext *c;
+	char host[256];
+	int port;
+	long db;
+	char *user, *pass;		/* wiped at close; never in a message */
+	char local[INET6_ADDRSTRLEN];
+};
+
+/* The server's clock in ms, as every script starts. */
+#define LUA_NOW \
+	"local t = redis.call('TIME')\n" \
+	"local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+
+/*
+ * KEYS: entry, members.  ARGV: token, takeover ("1", "0", or "=" and the
+ * token of a holder found to be garbage), ttl ms, name, then field/value pairs.  A
+ * name is held when its hash has another token and an expiry; anything
+ * else at the key is overwritten.  Returns {1}, or {0, the holder's fields}.
+ */
+static const char SCRIPT_PUT[] =
+	LUA_NOW
+	"local kind = redis.call('TYPE', KEYS[1])['ok']\n"
+	"if kind == 'hash' and ARGV[2] ~= '1' then\n"
+	"  local cur = redis.call('HGET', KEYS[1], 'token')\n"
+	"  if cur and cur ~= ARGV[1] and '=' .. cur ~= ARGV[2] and redis.call('PTTL', KEYS[1]) > 0 then\n"
+	"    return {0, redis.call('HGETALL', KEYS[1])}\n"
+	"  end\n"
+	"end\n"
+	"if kind ~= 'none' then redis.call('DEL', KEYS[1]) end\n"
+	"kind = redis.call('TYPE', KEYS[2])['ok']\n"
+	"if kind ~= 'zset' and kind ~= 'none' then redis.call('DEL', KEYS[2]) end\n"
+	"local ttl = tonumber(ARGV[3])\n"
+	"redis.call('HSET', KEYS[1], 'token', ARGV[1], 'hb', string.format('%.0f', now),\n"
+	"  'ttl', ARGV[3], unpack(ARGV, 5))\n"
+	"redis.call('PEXPIRE', KEYS[1], ttl)\n"
+	"redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', string.format('%.0f', now))\n"
+	"redis.call('ZADD', KEYS[2], string.format('%.0f', now + ttl), ARGV[4])\n"
+	"if redis.call('PTTL', KEYS[2]) < ttl then redis.call('PEXPIRE', KEYS[2], ttl) end\n"
+	"return {1}\n";
+
+/* KEYS: entry, members.  ARGV: token, name.  Removes the entry if it is the token's. */
+static const char SCRIPT_DEL[] =
+	"if redis.call('TYPE', KEYS[1])['ok'] == 'hash' and\n"
+	"   redis.call('HGET', KEYS[1], 'token') == ARGV[1] then\n"
+	"  redis.call('DEL', KEYS[1])\n"
+	"  if redis.call('TYPE', KEYS[2])['ok'] == 'zset' then redis.call('ZREM', KEYS[2], ARGV[2]) end\n"
+	"  return 1\n"
+	"end\n"
+	"return 0\n";
+
+/* KEYS: entry.  Returns {now} or {now, fields}: live means a hash with an expiry. */
+static const char SCRIPT_GET[] =
+	LUA_NOW
+	"if redis.call('TYPE', KEYS[1])['ok'] == 'hash' and redis.call('PTTL', KEYS[1]) > 0 then\n"
+	"  return {now, redis.call('HGETALL', KEYS[1])}\n"
+	"end\n"
+	"return {now}\n";
+
+/*
+ * KEYS: members.  ARGV: the entry key prefix "maro:GROUP:m:", the name
+ * prefix.  Returns {now, name, fields, name, fields, ...} of the members
+ * not yet expired, public, matching the prefix and still present.
+ */
+static const char SCRIPT_LIST[] =
+	LUA_NOW
+	"local out = {now}\n"
+	"if redis.call('TYPE', KEYS[1])['ok'] ~= 'zset' then return out end\n"
+	"local p = ARGV[2]\n"
+	"for _, n in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. string.format('%.0f', now), '+inf')) do\n"
+	"  if string.sub(n, 1, 1) ~= '~' and string.sub(n, 1, #p) == p then\n"
+	"    local k = ARGV[1] .. n\n"
+	"    if redis.call('TYPE', k)['ok'] == 'hash' and redis.call('PTTL', k) > 0 then\n"
+	"      out[#out + 1] = n\n"
+	"      out[#out + 1] = redis.call('HGETALL', k)\n"
+	"    end\n"
+	"  end\n"
+	"end\n"
+	"return out\n";
+
+static struct rds *
+R(const struct maro_registry *r)
+{
+	return r->priv;
+}
+
+static int
+unhex(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* A URL's user or password, %XX decoded. */
+static char *
+url_part(const char *s, size_t n)
+{
+	char *out = malloc(n + 1), *o = out;
+	size_t i;
+
+	if (!out)
+		return NULL;
+	for (i = 0; i < n; i++) {
+		if (s[i] == '%' && i + 2 < n && unhex(s[i + 1]) >= 0 && unhex(s[i + 2]) >= 0) {
+			*o++ = (char)(unhex(s[i + 1]) * 16 + unhex(s[i + 2]));
+			i += 2;
+		} else {
+			*o++ = s[i];
+		}
+	}
+	*o = '\0';
+	return out;
+}
+
+static int
+digits(const char *s, size_t n, long max, long *out)
+{
+	long v = 0;
+	size_t i;
+
+	if (n == 0 || n > 9)
+		return -1;
+	for (i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		v = v * 10 + (s[i] - '0');
+	}
+	if (v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static int
+parse_url(struct rds *d, const char *url)
+{
+	const char *p = url + strlen("redis://"), *at = strrchr(p, '@'), *end, *colon;
+	const char *env = getenv("MARO_REDIS_PASSWORD");
+	size_t hlen;
+	long port = 6379;
+
+	if (at) {
+		colon = memchr(p, ':', (size_t)(at - p));
+		if (colon) {
+			if (colon > p && !(d->user = url_part(p, (size_t)(colon - p))))
+				return -1;
+			d->pass = url_part(colon + 1, (size_t)(at - colon - 1));
+		} else {
+			d->pass = url_part(p, (size_t)(at - p));
+		}
+		if (!d->pass)
+			return -1;
+		if (!*d->pass) {
+			free(d->pass);	/* "user:@host": the password comes from the environment */
+			d->pass = NULL;
+		}
+		p = at + 1;
+	}
+	end = p + strcspn(p, "/");
+	if (*p == '[') {
+		const char *close = memchr(p, ']', (size_t)(end - p));
+
+		if (!close)
+			return -1;
+		hlen = (size_t)(close - p - 1);
+		memcpy(d->host, p + 1, hlen < sizeof d->host ? hlen : 0);
+		colon = close + 1 < end ? close + 1 : NULL;
+		if (colon && *colon != ':')
+			return -1;
+	} else {
+		colon = memchr(p, ':', (size_t)(end - p));
+		hlen = (size_t)((colon ? colon : end) - p);
+		memcpy(d->host, p, hlen < sizeof d->host ? hlen : 0);
+	}
+	if (hlen == 0 || hlen >= sizeof d->host || strcspn(d->host, " /@?#") != hlen)
+		return -1;
+	if (colon && (digits(colon + 1, (size_t)(end - colon - 1), 65535, &port) < 0 || port == 0))
+		return -1;
+	d->port = (int)port;
+	if (*end == '/' && end[1] && digits(end + 1, strlen(end + 1), 1L << 30, &d->db) < 0)
+		return -1;
+	if (!d->pass && env && *env && !(d->pass = strdup(env)))
+		return -1;
+	return 0;
+}
+
+static void
+drop(struct rds *d)
+{
+	if (d->c)
+		redisFree(d->c);
+	d->c = NULL;
+}
+
+static int
+is_auth_error(const char *s)
+{
+	return !strncmp(s, "NOAUTH", 6) || !strncmp(s, "WRONGPASS", 9) || !strncmp(s, "NOPERM", 6) ||
+	    strstr(s, "invalid password") || strstr(s, "invalid username-password");
+}
+
+/* The connection, AUTH, SELECT: a server that answers is a usable one. */
+static int
+connect_server(struct maro_registry *r)
+{
+	struct rds *d = R(r);
+	struct timeval conn_tv = { 1, 0 }, cmd_tv = { 2, 0 };
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof ss;
+	redisReply *rep;
+	const char *argv[3];
+	char db[16];
+	int argc = 0, err;
+
+	if (d->c)
+		return 0;
+	errno = 0;
+	d->c = redisConnectWithTimeout(d->host, d->port, conn_tv);
+	if (!d->c)
+		return maro_registry_fail(r, ENOMEM, "out of memory");
+	if (d->c->err) {
+		err = d->c->err == REDIS_ERR_IO && errno ? errno : EHOSTUNREACH;
+		if (d->c->err == REDIS_ERR_IO && errno == EINPROGRESS)
+			err = ETIMEDOUT;
+		maro_registry_fail(r, err, "cannot connect to redis at %s:%d: %s", d->host, d->port,
+		    d->c->errstr);
+		drop(d);
+		errno = err;
+		return -1;
+	}
+	redisSetTimeout(d->c, cmd_tv);
+	redisEnableKeepAlive(d->c);
+	argv[argc++] = d->pass ? "AUTH" : "PING";
+	if (d->pass && d->user)
+		argv[argc++] = d->user;
+	if (d->pass)
+		argv[argc++] = d->pass;
+	rep = redisCommandArgv(d->c, argc, argv, NULL);
+	if (!rep) {
+		maro_registry_fail(r, ECONNRESET, "redis at %s:%d: %s", d->host, d->port, d->c->errstr);
+		goto fail;
+	}
+	/* a password the server does not ask for is harmless */
+	if (rep->type == REDIS_REPLY_ERROR && !strstr(rep->str, "without any password configured")) {
+		if (is_auth_error(rep->str))
+			maro_registry_fail(r, EACCES, "redis authentication failed at %s:%d%s", d->host,
+			    d->port, d->pass ? "" : " (no password given: MARO_REDIS_PASSWORD)");
+		else
+			maro_registry_fail(r, EPROTO, "redis at %s:%d: %s", d->host, d->port, rep->str);
+		freeReplyObject(rep);
+		goto fail;
+	}
+	freeReplyObject(rep);
+	if (d->db) {
+		snprintf(db, sizeof db, "%ld", d->db);
+		argv[0] = "SELECT";
+		argv[1] = db;
+		rep = redisCommandArgv(d->c, 2, argv, NULL);
+		if (!rep || rep->type == REDIS_REPLY_ERROR) {
+			maro_registry_fail(r, EINVAL, "redis at %s:%d refused database %ld", d->host, d->port,
+			    d->db);
+			if (rep)
+				freeReplyObject(rep);
+			goto fail;
+		}
+		freeReplyObject(rep);
+	}
+	d->local[0] = '\0';
+	if (getsockname(d->c->fd, (struct sockaddr *)&ss, &sl) == 0) {
+		if (ss.ss_family == AF_INET)
+			inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, d->local, sizeof d->local);
+		else if (ss.ss_family == AF_INET6)
+			inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, d->local,
+			    sizeof d->local);
+	}
+	return 0;
+fail:
+	err = errno;
+	drop(d);
+	errno = err;
+	return -1;
+}
+
+/*
+ * One command; its reply, or NULL with the failure said.  A connection
+ * found closed (a restarted server) is reopened and the command tried
+ * once more; a timeout is not retried, so a hung server costs one wait.
+ */
+static redisReply *
+command(struct maro_registry *r, int argc, const char **argv)
+{
+	struct rds *d = R(r);
+	redisReply *rep;
+	int attempt, retry, err;
+
+	for (attempt = 0; attempt < 2; attempt++) {
+		if (connect_server(r) < 0)
+			return NULL;
+		errno = 0;
+		rep = redisCommandArgv(d->c, argc, argv, NULL);
+		if (rep && rep->type == REDIS_REPLY_ERROR) {
+			if (is_auth_error(rep->str)) {
+				maro_registry_fail(r, EACCES, "redis authentication failed at %s:%d", d->host,
+				    d->port);
+				drop(d);
+			} else {
+				maro_registry_fail(r, EPROTO, "redis at %s:%d: %s", d->host, d->port, rep->str);
+			}
+			freeReplyObject(rep);
+			return NULL;
+		}
+		if (rep)
+			return rep;
+		err = errno;
+		retry = d->c->err == REDIS_ERR_EOF ||
+		    (d->c->err == REDIS_ERR_IO && (err == ECONNRESET || err == EPIPE));
+		if (d->c->err == REDIS_ERR_IO && (err == EAGAIN || err == ETIMEDOUT))
+			maro_registry_fail(r, ETIMEDOUT, "redis at %s:%d did not answer in time", d->host,
+			    d->port);
+		else
+			maro_registry_fail(r, ECONNRESET, "lost the connection to redis at %s:%d: %s", d->host,
+			    d->port, d->c->errstr);
+		err = errno;
+		drop(d);
+		errno = err;
+		if (!retry)
+			break;
+	}
+	return NULL;
+}
+
+static int
+redis_open(struct maro_registry *r, const char *url)
+{
+	struct rds *d = calloc(1, sizeof *d);
+
+	if (!d)
+		return maro_registry_fail(r, ENOMEM, "out of memory");
+	r->priv = d;
+	if (parse_url(d, url) < 0)
+		return maro_registry_fail(r, EINVAL, "invalid redis URL (redis://[user:password@]host:port[/db])");
+	return connect_server(r);
+}
+
+static void
+wipe(char *s)
+{
+	if (s)
+		explicit_bzero(s, strlen(s));
+	free(s);
+}
+
+static void
+redis_close(struct maro_registry *r)
+{
+	struct rds *d = R(r);
+
+	if (!d)
+		return;
+	drop(d);
+	wipe(d->pass);
+	wipe(d->user);
+	free(d);
+	r->priv = NULL;
+}
+
+/* An HGETALL reply into e and m; 0, or -1 when it is garbage. */
+static int
+parse_hash(const redisReply *h, struct maro_entry *e, struct maro_registry_meta *m)
+{
+	size_t i;
+
+	memset(e, 0, sizeof *e);
+	memset(m, 0, sizeof *m);
+	if (h->type != REDIS_REPLY_ARRAY || h->elements % 2)
+		return -1;
+	for (i = 0; i < h->elements; i += 2) {
+		const redisReply *k = h->element[i], *v = h->element[i + 1];
+
+		if (k->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING ||
+		    maro_registry_field(e, m, k->str, k->len, v->str, v->len) < 0)
+			return -1;
+	}
+	return maro_registry_entry_check(e, m);
+}
+
+static void
+keys(const struct maro_registry *r, const char *name, char *entry, size_t elen, char *members,
+    size_t mlen)
+{
+	snprintf(entry, elen, "maro:%s:m:%s", r->group, name);
+	snprintf(members, mlen, "maro:%s:members", r->group);
+}
+
+static int
+unexpected(struct maro_registry *r, redisReply *rep)
+{
+	freeReplyObject(rep);
+	return maro_registry_fail(r, EPROTO, "redis at %s:%d: unexpected reply to a registry script",
+	    R(r)->host, R(r)->port);
+}
+
+/*
+ * A holder whose hash does not parse is garbage, not an owner: its token
+ * for the script to overwrite (that hash only, should a real owner win the
+ * name meanwhile), or NULL.
+ */
+static const char *
+garbage_token(const redisReply *h, char *out, size_t len)
+{
+	struct maro_entry e;
+	struct maro_registry_meta m;
+	size_t i;
+
+	if (parse_hash(h, &e, &m) == 0 || h->type != REDIS_REPLY_ARRAY)
+		return NULL;
+	for (i = 0; i + 1 < h->elements; i += 2) {
+		const redisReply *k = h->element[i], *v = h->element[i + 1];
+
+		if (k->type == REDIS_REPLY_STRING && v->type == REDIS_REPLY_STRING && k->len == 5 &&
+		    !memcmp(k->str, "token", 5) && v->len + 1 < len) {
+			out[0] = '=';
+			memcpy(out + 1, v->str, v->len);
+			out[v->len + 1] = '\0';
+			return memchr(v->str, 0, v->len) ? NULL : out;
+		}
+	}
+	return NULL;
+}
+
+static int
+redis_put(struct maro_registry *r, const struct maro_entry *e, int takeover, struct maro_entry *holder)
+{
+	struct maro_registry_fields f;
+	struct maro_registry_meta m;
+	char key[MARO_NAME_MAX * 2 + 16], members[MARO_NAME_MAX + 16], ttl[24], junk[128];
+	const char *argv[9 + 2 * MARO_REGISTRY_NFIELDS];
+	redisReply *rep;
+	int argc = 0, i, rc, attempt;
+
+	keys(r, e->name, key, sizeof key, members, sizeof members);
+	snprintf(ttl, sizeof ttl, "%lld", (long long)r->ttl_ms);
+	maro_registry_fields(e, &f);
+	argv[argc++] = "EVAL";
+	argv[argc++] = SCRIPT_PUT;
+	argv[argc++] = "2";
+	argv[argc++] = key;
+	argv[argc++] = members;
+	argv[argc++] = r->token;
+	argv[argc++] = takeover ? "1" : "0";
+	argv[argc++] = ttl;
+	argv[argc++] = e->name;
+	for (i = 0; i < MARO_REGISTRY_NFIELDS; i++) {
+		argv[argc++] = f.key[i];
+		argv[argc++] = f.val[i];
+	}
+	for (attempt = 0;; attempt++) {
+		rep = command(r, argc, argv);
+		if (!rep)
+			return -1;
+		if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 1 ||
+		    rep->element[0]->type != REDIS_REPLY_INTEGER)
+			return unexpected(r, rep);
+		if (attempt || rep->element[0]->integer == 1 || rep->elements < 2 || takeover ||
+		    !garbage_token(rep->element[1], junk, sizeof junk))
+			break;
+		argv[6] = junk;
+		freeReplyObject(rep);
+	}
+	if (rep->element[0]->integer == 1) {
+		rc = 0;
+	} else {
+		if (rep->elements < 2 || parse_hash(rep->element[1], holder, &m) < 0)
+			memset(holder, 0, sizeof *holder);
+		rc = maro_registry_fail(r, EEXIST, "name '%s' is held", e->name);
+	}
+	freeReplyObject(rep);
+	return rc;
+}
+
+static int
+redis_del(struct maro_registry *r, const char *name)
+{
+	char key[MARO_NAME_MAX * 2 + 16], members[MARO_NAME_MAX + 16];
+	const char *argv[] = { "EVAL", SCRIPT_DEL, "2", key, members, r->token, name };
+	redisReply *rep;
+
+	keys(r, name, key, sizeof key, members, sizeof members);
+	rep = command(r, 7, argv);
+	if (!rep)
+		return -1;
+	freeReplyObject(rep);
+	return 0;
+}
+
+static int
+redis_get(struct maro_registry *r, const char *name, struct maro_entry *e)
+{
+	struct maro_entry cur;
+	struct maro_registry_meta m;
+	char key[MARO_NAME_MAX * 2 + 16], members[MARO_NAME_MAX + 16];
+	const char *argv[] = { "EVAL", SCRIPT_GET, "1", key };
+	redisReply *rep;
+	int rc = 0;
+
+	keys(r, name, key, sizeof key, members, sizeof members);
+	rep = command(r, 4, argv);
+	if (!rep)
+		return -1;
+	if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 1 ||
+	    rep->element[0]->type != REDIS_REPLY_INTEGER)
+		return unexpected(r, rep);
+	if (rep->elements == 2 && parse_hash(rep->element[1], &cur, &m) == 0 &&
+	    !strcmp(cur.name, name)) {
+		int64_t age = rep->element[0]->integer - m.hb_ms;
+
+		cur.heartbeat_age_ms = age < 0 ? 0 : age;
+		*e = cur;
+		rc = 1;
+	}
+	freeReplyObject(rep);
+	return rc;
+}
+
+static int
+redis_list(struct maro_registry *r, const char *prefix, struct maro_registry_list *out)
+{
+	char base[MARO_NAME_MAX + 16], members[MARO_NAME_MAX + 16];
+	const char *argv[] = { "EVAL", SCRIPT_LIST, "1", members, base, prefix };
+	redisReply *rep;
+	size_t i;
+	int rc = 0;
+
+	snprintf(base, sizeof base, "maro:%s:m:", r->group);
+	snprintf(members, sizeof members, "maro:%s:members", r->group);
+	rep = command(r, 6, argv);
+	if (!rep)
+		return -1;
+	if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 1 ||
+	    rep->element[0]->type != REDIS_REPLY_INTEGER)
+		return unexpected(r, rep);
+	for (i = 1; i + 1 < rep->elements && rc == 0; i += 2) {
+		const redisReply *n = rep->element[i];
+		struct maro_entry e;
+		struct maro_registry_meta m;
+		int64_t age;
+
+		/* garbage is skipped, never trusted: a hash must name its own key */
+		if (n->type != REDIS_REPLY_STRING || parse_hash(rep->element[i + 1], &e, &m) < 0 ||
+		    strlen(e.name) != n->len || memcmp(e.name, n->str, n->len) != 0 ||
+		    strncmp(e.name, prefix, strlen(prefix)) != 0)
+			continue;
+		age = rep->element[0]->integer - m.hb_ms;
+		e.heartbeat_age_ms = age < 0 ? 0 : age;
+		rc = maro_registry_collect(r, out, &e);
+	}
+	freeReplyObject(rep);
+	return rc;
+}
+
+static const char *
+redis_local_address(const struct maro_registry *r)
+{
+	return R(r)->local[0] ? R(r)->local : NULL;
+}
+
+const struct maro_registry_backend maro_registry_redis_backend = {
+	.kind = "redis",
+	.open = redis_open,
+	.close = redis_close,
+	.put = redis_put,
+	.del = redis_del,
+	.get = redis_get,
+	.list = redis_list,
+	.local_address = redis_local_address,
+};

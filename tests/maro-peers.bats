@@ -1,0 +1,328 @@
+#!/usr/bin/env bats
+# backends: dir redis
+# maro-peers: listing, prefixes, private names, -e, --watch, liveness and
+# expiry, name collisions, an unavailable or restarted registry, garbage.
+
+load helpers
+bats_require_minimum_version 1.5.0
+
+setup_file() { redis_setup_file; }
+teardown_file() { redis_teardown_file; }
+setup() {
+	use_registry
+	export MARO_TTL=2s
+	cd "$BATS_TEST_TMPDIR"
+}
+teardown() { default_teardown; }
+
+UNIT="$MARO_BIN/../tests/unit-tests"
+
+backend() { [ "${MARO_TEST_BACKEND:-dir}" = "$1" ]; }
+redis_port() { cat "$BATS_FILE_TMPDIR/redis/redis.port"; }
+
+# hold NAME [ENDPOINT]: a holder of NAME in the background, once it holds
+# it.  HOLDER is its bg pid (timeout's), HOLD_PID the holder's own.
+hold() {
+	bg 60 "$UNIT" hold "$@" > "hold.$1" 2>&1
+	HOLDER=$BG_PID
+	wait_until 10 grep -qx "held $1" "hold.$1"
+	HOLD_PID=$(child_pid "$HOLDER" unit-tests)
+}
+
+listed() { maro-peers -f json | jq -r .name | grep -qx "$1"; }
+
+@test "an empty group: the header alone, no JSON, exit 0" {
+	run maro-peers
+	assert_success
+	assert_output --regexp '^NAME +TYPE +HOST +ENDPOINT +PID +AGE$'
+	run maro-peers -f json
+	assert_success
+	assert_output ""
+	run maro-peers -q
+	assert_success
+	assert_output ""
+}
+
+@test "text: a header and one aligned row per peer, sorted by name" {
+	hold worker.1 tcp://127.0.0.1:5001
+	w1=$HOLD_PID
+	hold master ipc:///tmp/maro-test-master.sock
+	m=$HOLD_PID
+	run maro-peers
+	assert_success
+	[ "${#lines[@]}" -eq 3 ]
+	host=$(hostname)
+	assert_line --index 1 --regexp "^master +master +$host +ipc:///tmp/maro-test-master.sock +$m +[0-9]+\.[0-9]s$"
+	assert_line --index 2 --regexp "^worker\.1 +worker +$host +tcp://127.0.0.1:5001 +$w1 +[0-9]+\.[0-9]s$"
+	# columns line up: ENDPOINT starts at the same offset in every line
+	head=${lines[0]%%ENDPOINT*}
+	a=${lines[1]%%ipc://*}
+	b=${lines[2]%%tcp://*}
+	[ "${#head}" -eq "${#a}" ] && [ "${#head}" -eq "${#b}" ]
+	run --separate-stderr maro-peers -v
+	assert_success
+	[[ "$stderr" == *"group '$MARO_GROUP' in the ${MARO_TEST_BACKEND:-dir} registry"* ]]
+	assert_line --index 0 --regexp '^NAME +TYPE +HOST +ENDPOINT +PID +AGE +NCPU +LOAD1 +MEM +INFO$'
+	assert_line --index 2 --regexp "^worker\.1 .* [0-9]+\.[0-9]s +[0-9]+ +[0-9]+\.[0-9]{2} +[0-9.]+[MG]$"
+}
+
+@test "json: one compact object per line with every field" {
+	hold worker.1 tcp://127.0.0.1:5001
+	w1=$HOLD_PID
+	hold worker.2
+	run maro-peers -f json
+	assert_success
+	[ "${#lines[@]}" -eq 2 ]
+	assert_line --index 0 --regexp '^\{"name":"worker\.1","type":"worker",'
+	echo "${lines[0]}" | jq -e --arg h "$(hostname)" --argjson pid "$w1" '
+		.name == "worker.1" and .type == "worker" and .host == $h and
+		.endpoint == "tcp://127.0.0.1:5001" and .pid == $pid and
+		.started > 1600000000000 and .heartbeat_age_ms >= 0 and
+		.heartbeat_age_ms < 3000 and .ncpu >= 1 and (.load1 | type) == "number" and
+		.mem_used_kb > 0 and .info == "" and (keys | length) == 11'
+	echo "${lines[1]}" | jq -e '.name == "worker.2"'
+}
+
+@test "-P lists only the names with the prefix" {
+	hold worker.1
+	hold worker.2
+	hold workers
+	hold master
+	run sh -c 'maro-peers -f json -P worker. | jq -r .name'
+	assert_success
+	assert_output "$(printf '%s\n' worker.1 worker.2)"
+	run sh -c 'maro-peers -f json -P worker | jq -r .name'
+	assert_output "$(printf '%s\n' worker.1 worker.2 workers)"
+	run maro-peers -q -P m
+	assert_success
+	assert_output --regexp '^master +master '
+	run maro-peers -P nobody -f json
+	assert_success
+	assert_output ""
+	run maro-peers -P 'a b'
+	assert_failure 2
+	assert_output --partial "invalid prefix 'a b'"
+}
+
+@test "private names are hidden from listings" {
+	hold '~reply.1234'
+	hold worker.1
+	run sh -c 'maro-peers -f json | jq -r .name'
+	assert_success
+	assert_output worker.1
+	run maro-peers
+	refute_output --partial reply
+	run maro-peers -P '~'
+	assert_failure 2
+	# and they count for no type
+	run timeout 10 maro-peers -e reply=1 -W 0.3s
+	assert_failure 124
+}
+
+@test "-e waits for a peer that appears later, then lists" {
+	hold worker.1
+	bg 30 maro-peers -e worker=2 -e master=1 -W 20s -f json > out
+	waiter=$BG_PID
+	hold worker.2
+	kill -0 "$waiter"	# still waiting: no master yet
+	hold master
+	wait_exit "$waiter" 20
+	[ "$status" -eq 0 ]
+	[ "$(jq -r .name out | tr '\n' ' ')" = "master worker.1 worker.2 " ]
+}
+
+@test "-e times out with 124 at -W, saying what is missing" {
+	hold worker.1
+	start=$SECONDS
+	run --separate-stderr timeout 10 maro-peers -e worker=2 -W 1s
+	assert_failure 124
+	[ $((SECONDS - start)) -le 4 ]
+	[ -z "$output" ]
+	[[ "$stderr" == *"timed out waiting for peers: worker 1 of 2 live"* ]]
+	# not a terminal: no progress display
+	[[ "$stderr" != *"waiting for peers: worker 1/2"* ]]
+	run maro-peers -q -e worker=1 -W 5s
+	assert_success
+	assert_output ""
+}
+
+@test "-e needs TYPE=N with N at least 1" {
+	for bad in worker worker=0 =3 worker=x 'a b=1'; do
+		run maro-peers -e "$bad"
+		assert_failure 2
+		assert_output --partial "invalid -e '$bad'"
+	done
+}
+
+@test "a holder killed with SIGKILL disappears (dir: at once; redis: within the TTL)" {
+	hold worker.1
+	hold worker.2
+	listed worker.1
+	kill -9 "$HOLD_PID"
+	wait_until 5 sh -c "! kill -0 $HOLD_PID 2>/dev/null"
+	if backend dir; then
+		! listed worker.2
+		run maro-peers -f json
+		assert_output --partial '"worker.1"'
+	else
+		start=$SECONDS
+		wait_until 5 sh -c '! maro-peers -f json | grep -q "\"worker.2\""'
+		[ $((SECONDS - start)) -le 3 ]
+		listed worker.1
+	fi
+}
+
+@test "SIGTERM of a holder removes its entry at once" {
+	hold worker.1
+	hold worker.2
+	kill -TERM "$HOLD_PID"
+	wait_exit "$HOLDER" 10
+	[ "$status" -eq 0 ]
+	run sh -c 'maro-peers -f json | jq -r .name'
+	assert_success
+	assert_output worker.1
+}
+
+@test "a second holder of a name exits 1, naming the holder's pid and host" {
+	hold worker.1
+	run timeout 10 "$UNIT" hold worker.1
+	assert_failure 1
+	assert_output --partial "name 'worker.1' is held by pid $HOLD_PID on $(hostname)"
+	# the first one is untouched
+	run sh -c 'maro-peers -f json | jq -r .pid'
+	assert_output "$HOLD_PID"
+}
+
+@test "--watch: the members as joins, then joins and leaves as they happen" {
+	hold worker.1
+	bg 30 maro-peers --watch -W 25s > watch
+	watcher=$BG_PID
+	wait_until 10 grep -qx "join worker.1 worker $(hostname) tcp://127.0.0.1:9" watch
+	hold worker.2 tcp://127.0.0.1:5002
+	wait_until 10 grep -qx "join worker.2 worker $(hostname) tcp://127.0.0.1:5002" watch
+	kill -TERM "$HOLD_PID"
+	wait_until 10 grep -qx "leave worker.2" watch
+	[ "$(wc -l < watch)" -eq 3 ]
+	kill -INT "$(child_pid "$watcher" maro-peers)"
+	wait_exit "$watcher" 10
+	[ "$status" -eq 130 ]
+}
+
+@test "--watch -f json: events as objects; -W ends it with 0" {
+	hold worker.1
+	bg 30 maro-peers --watch -f json -W 25s > watch
+	watcher=$BG_PID
+	wait_until 10 grep -q '"event":"join","name":"worker.1"' watch
+	kill -TERM "$HOLD_PID"
+	wait_until 10 grep -qx '{"event":"leave","name":"worker.1"}' watch
+	jq -s -e 'map(select(.event == "join")) | length == 1 and .[0].type == "worker" and .[0].pid > 0' watch
+	kill -TERM "$(child_pid "$watcher" maro-peers)"
+	wait_exit "$watcher" 10
+	[ "$status" -eq 143 ]
+	run timeout 10 maro-peers --watch -W 0.3s
+	assert_success
+	assert_output ""
+}
+
+@test "Redis down at start: exit 69, the address and cause named" {
+	run timeout 10 maro-peers --registry redis://127.0.0.1:1/0
+	assert_failure 69
+	assert_output "maro-peers: cannot connect to redis at 127.0.0.1:1: Connection refused"
+	run timeout 10 maro-peers --registry redis://127.0.0.1:1/0 -e worker=1 -W 5s
+	assert_failure 69
+	MARO_REGISTRY=redis://127.0.0.1:1/0 run timeout 10 "$UNIT" hold worker.1
+	assert_failure 69
+	assert_output --partial "cannot connect to redis at 127.0.0.1:1"
+}
+
+@test "a wrong Redis password: exit 69, the password never shown" {
+	backend redis || skip "redis backend only"
+	port=$(redis_port)
+	redis-cli -p "$port" ACL SETUSER "peers-$$" on '>right-pw' '~*' '+@all' > /dev/null
+	run timeout 10 maro-peers --registry "redis://peers-$$:wrong-pw@127.0.0.1:$port/0"
+	assert_failure 69
+	assert_output "maro-peers: redis authentication failed at 127.0.0.1:$port"
+	run timeout 10 maro-peers --registry "redis://peers-$$:right-pw@127.0.0.1:$port/0"
+	assert_success
+	MARO_REDIS_PASSWORD=right-pw run timeout 10 maro-peers --registry "redis://peers-$$:@127.0.0.1:$port/0"
+	assert_success
+	redis-cli -p "$port" ACL DELUSER "peers-$$" > /dev/null
+}
+
+@test "invalid group, registry URL or options: usage errors (2)" {
+	run maro-peers -g 'a b'
+	assert_failure 2
+	assert_output --partial "invalid group name 'a b'"
+	run maro-peers --registry 'ftp://u:secret@h/'
+	assert_failure 2
+	refute_output --partial secret
+	run maro-peers -f xml
+	assert_failure 2
+	assert_output --partial "unknown format 'xml'"
+	run maro-peers -W 5x
+	assert_failure 2
+	run maro-peers extra
+	assert_failure 2
+	run --separate-stderr maro-peers --no-such-option
+	assert_failure 2
+	[ -z "$output" ]
+	[[ "$stderr" == *"try 'maro-peers --help'"* ]]
+}
+
+@test "--help and -V print to stdout and exit 0" {
+	run maro-peers --help
+	assert_success
+	assert_line --index 0 --partial "usage: maro-peers [-g GROUP] [--registry URL] [-P PREFIX] [-f text|json]"
+	run maro-peers -V
+	assert_success
+	assert_output --regexp "^maro-peers [0-9.]+ \(libzmq [0-9.]+, hiredis [0-9.]+, libcbor [0-9.]+, jansson [0-9.]+\)$"
+}
+
+@test "garbage in the registry is skipped, never fatal" {
+	hold worker.1
+	if backend dir; then
+		dir=${MARO_REGISTRY#dir:}/$MARO_GROUP
+		printf 'this is\nnot an entry\n' > "$dir/junk.entry"
+		sed 's/^name=.*/name=evil/; s|^endpoint=.*|endpoint=http://evil.example/|' \
+			"$dir/worker.1.entry" > "$dir/evil.entry"
+		sed 's/^name=.*/name=copy/' "$dir/worker.1.entry" > "$dir/other.entry"
+		head -c 100000 /dev/urandom > "$dir/noise.entry"
+		mkfifo "$dir/fifo.entry"
+	else
+		key="maro:$MARO_GROUP"
+		rc() { redis-cli -p "$(redis_port)" "$@" > /dev/null; }
+		rc HSET "$key:m:junk" foo bar
+		rc PEXPIRE "$key:m:junk" 60000
+		rc HSET "$key:m:evil" name evil type x endpoint http://evil.example/ host h pid 1 \
+			hb 1 ttl 60000 token 0123456789abcdef0123456789abcdef
+		rc PEXPIRE "$key:m:evil" 60000
+		rc SET "$key:m:str" garbage
+		rc ZADD "$key:members" 99999999999999 junk 99999999999999 evil 99999999999999 str \
+			99999999999999 gone
+	fi
+	run timeout 10 maro-peers -f json
+	assert_success
+	[ "$(echo "$output" | jq -r .name)" = worker.1 ]
+	run timeout 10 maro-peers
+	assert_success
+	[ "${#lines[@]}" -eq 2 ]
+	# a name taken by garbage is free
+	hold evil
+	listed evil
+}
+
+@test "Redis stopped and restarted under a holder: its entry comes back" {
+	backend redis || skip "redis backend only"
+	hold worker.1
+	port=$(redis_port)
+	sh "$MARO_TOP/scripts/test-redis" stop "$BATS_FILE_TMPDIR/redis"
+	run timeout 10 maro-peers
+	assert_failure 69
+	sh "$MARO_TOP/scripts/test-redis" start "$BATS_FILE_TMPDIR/redis" "$port" > /dev/null
+	run maro-peers -f json
+	assert_success
+	wait_until 10 listed worker.1
+	kill -0 "$HOLD_PID"
+	run sh -c 'maro-peers -f json | jq -r .pid'
+	assert_output "$HOLD_PID"
+}
