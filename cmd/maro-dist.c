@@ -225,8 +225,10 @@ run_once(struct dist *d, struct handler *h, const unsigned char *take)
 		if (take[i])
 			handler_input(d, &in, d->held[i].p, d->held[i].n);
 	/* the input goes through an unlinked file: the handler may read it at leisure */
-	infd = mkstemp(path);
-	if (infd < 0 || pipe(pipefd) < 0)
+	/* close-on-exec: only the dup2'ed copies reach the handler, so its
+	 * background children cannot hold our pipe open */
+	infd = mkostemp(path, O_CLOEXEC);
+	if (infd < 0 || pipe2(pipefd, O_CLOEXEC) < 0)
 		maro_die(MARO_EXIT_SOFTWARE, "cannot set up a handler: %s", strerror(errno));
 	unlink(path);
 	if (write(infd, in.p, in.len) != (ssize_t)in.len || lseek(infd, 0, SEEK_SET) < 0)
@@ -455,6 +457,22 @@ hold(struct dist *d, const struct maro_delivery *dl)
 			d->held[at].seq = dl->seq;
 		}
 		return;
+	}
+	/* already with a coprocess, waiting for its answer: a resent copy, not new work */
+	for (int i = 0; i < d->nh && dl->msg.message_id.p; i++) {
+		struct handler *hd = &d->h[i];
+
+		for (size_t k = 0; k < hd->nwait; k++) {
+			struct maro_msg w;
+
+			if (maro_msg_decode(&w, hd->wait[k].p, hd->wait[k].n, &err) == 0 &&
+			    w.message_id.n == dl->msg.message_id.n &&
+			    !memcmp(w.message_id.p, dl->msg.message_id.p, w.message_id.n)) {
+				hd->wait[k].peer = dl->peer;
+				hd->wait[k].seq = dl->seq;
+				return;
+			}
+		}
 	}
 	if (d->nheld == d->cap) {
 		d->cap = d->cap ? d->cap * 2 : 256;

@@ -284,6 +284,11 @@ main(int argc, char **argv)
 		default: maro_usage_error("invalid option");
 		}
 	}
+	/* "reply" may also come after the options */
+	if (!t.reply && optind < argc && !strcmp(argv[optind], "reply")) {
+		t.reply = 1;
+		optind++;
+	}
 	if (optind < argc)
 		maro_usage_error("unexpected argument '%s'", argv[optind]);
 	if (b.ndata && b.json)

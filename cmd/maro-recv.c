@@ -288,9 +288,14 @@ main(int argc, char **argv)
 	return status;
 out_write:
 	/* EPIPE: the reader went away; what was not written is not acknowledged */
-	if (errno != EPIPE)
-		maro_warn("error writing standard output: %s", strerror(errno));
-	maro_inbox_close(ib);
-	maro_ctx_close(c);
-	return errno == EPIPE ? status : MARO_EXIT_SOFTWARE;
+	{
+		int err = errno;
+
+		if (err != EPIPE)
+			maro_warn("error writing standard output: %s", strerror(err));
+		maro_inbox_discard(ib);
+		maro_inbox_close(ib);
+		maro_ctx_close(c);
+		return err == EPIPE ? status : MARO_EXIT_SOFTWARE;
+	}
 }

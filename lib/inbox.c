@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "inbox.h"
 
@@ -168,6 +169,10 @@ maro_inbox_close(struct maro_inbox *ib)
 
 	if (!ib)
 		return;
+	/* a queue that was full when these were sent may have room now */
+	for (i = 0; i < 100 && ib->npending; i++)
+		if (maro_inbox_flush(ib) < 0 && ib->npending)
+			usleep(10000);
 	maro_registry_unregister(ib->c->reg, ib->name);
 	/* linger a little so the last acknowledgements leave */
 	ib->c->driver->close(ib->sock, 2000);
@@ -177,6 +182,16 @@ maro_inbox_close(struct maro_inbox *ib)
 	free(ib->slots);
 	free(ib->order);
 	free(ib);
+}
+
+void
+maro_inbox_discard(struct maro_inbox *ib)
+{
+	size_t i;
+
+	for (i = 0; i < ib->npeers; i++)
+		ib->peers[i].acks.len = 0;
+	ib->npending = 0;
 }
 
 const char *

@@ -35,7 +35,11 @@ struct maro_delivery {
  */
 struct maro_inbox *maro_inbox_open(struct maro_ctx *c, const char *name, const char *type,
     int takeover, struct maro_entry *holder, char *errbuf, size_t errlen);
-/* Unregisters and closes; acknowledgements not flushed are dropped (their senders resend). */
+/*
+ * Unregisters and closes.  Acknowledgements still queued are sent first
+ * (waiting up to a second for a full queue): call maro_inbox_discard()
+ * before when what they acknowledge was not handed on after all.
+ */
 void maro_inbox_close(struct maro_inbox *ib);
 const char *maro_inbox_name(const struct maro_inbox *ib);
 /* What zmq_poll takes for this inbox. */
@@ -49,6 +53,8 @@ int maro_inbox_next(struct maro_inbox *ib, struct maro_delivery *d);
 int maro_inbox_done(struct maro_inbox *ib, const struct maro_delivery *d);
 /* Sends every queued acknowledgement.  Call after the output was flushed. */
 int maro_inbox_flush(struct maro_inbox *ib);
+/* Forgets every queued acknowledgement (their senders resend). */
+void maro_inbox_discard(struct maro_inbox *ib);
 /* Frames or messages dropped as malformed so far. */
 uint64_t maro_inbox_rejected(const struct maro_inbox *ib);
 

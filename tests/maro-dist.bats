@@ -30,18 +30,18 @@ live() { maro-peers -f json | grep -c "\"$1" || :; }
 
 @test "per-trigger handler: messages on stdin, replies back, MARO_* set" {
 	bg 60 maro-dist -n worker.1 --on '*:double:1' \
-		'maro-msg -f json | jq -c --arg n "$MARO_NAME/$MARO_TYPE/$MARO_EVENT" ".payload |= [. * 2, \$n]" | maro-msg -i json reply'
+		'maro-msg -f json | jq -c --arg n "$MARO_NAME/$MARO_TYPE/$MARO_EVENT" ".payload |= [. * 2, \$n]" | maro-msg reply -i json'
 	run timeout 30 maro-send -p worker.1 -t double --json 21 -W 20s -f payload
 	assert_success
 	assert_output '[42,"worker.1/worker/*:double:1"]'
 }
 
-@test "coprocess handler with --raw: one long-lived awk answers many tasks" {
-	bg 60 maro-dist -n worker.1 --raw --co '*:square:1' 'awk "{ print \$1 * \$1; fflush() }"'
+@test "coprocess handler with --raw: one long-lived shell loop answers many tasks" {
+	bg 60 maro-dist -n worker.1 --raw --co '*:square:1' 'while read n; do echo $((n * n)); done'
 	run timeout 30 sh -c 'seq 50 | maro-scatter -P worker -t square --json-lines --window 4 --ordered -W 20s -f payload'
 	assert_success
 	[ "$output" = "$(seq 50 | awk '{ print $1 * $1 }')" ]
-	# one awk, not fifty
+	# one coprocess, not fifty
 	[ "$(pgrep -c -P "$(child_pid "$BG_PID" maro-dist)")" -eq 1 ]
 }
 
@@ -82,8 +82,8 @@ live() { maro-peers -f json | grep -c "\"$1" || :; }
 @test "a master/worker round: dist workers, scatter, wait-event on progress" {
 	for i in 1 2 3; do
 		bg 60 maro-dist -n "worker.$i" --raw --co 'master:square:1' \
-			'awk "{ print \$1 * \$1; fflush() }"' \
-			--on 'master:report:1' '(maro-send -n "$MARO_NAME" -p master -t progress -d "$MARO_NAME" --notification -W 20s >/dev/null &); maro-msg reply -d ok'
+			'while read n; do echo $((n * n)); done' \
+			--on 'master:report:1' '(maro-send -n "$MARO_NAME" -p master -t progress -d "$MARO_NAME" --notification -W 20s >/dev/null &); echo ok'
 	done
 	wait_until 10 live_is worker. 3
 	run timeout 30 sh -c 'seq 30 | maro-scatter -n master -P worker -t square --json-lines -W 20s -f payload | sort -n'
