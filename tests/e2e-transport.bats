@@ -124,9 +124,9 @@ lines() { [ -f "$1" ] && wc -l < "$1" || echo 0; }
 	mkfifo feed
 	bg 120 maro-recv -n sink -C 3000 -f payload > out
 	recv=$BG_PID
+	exec 5<> feed	# read-write: opening it does not wait for the other end
 	bg 120 maro-send -p sink < feed
 	send=$BG_PID
-	exec 5> feed
 	numbers 1 1000 >&5
 	wait_until 30 has_lines out 1000
 	sh "$MARO_TOP/scripts/test-redis" stop "$BATS_FILE_TMPDIR/redis"

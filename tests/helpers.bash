@@ -1,6 +1,7 @@
 # Shared by every suite: the tools on PATH, a private registry per test,
 # background processes that are bounded and killed by pid.
 
+bats_require_minimum_version 1.5.0
 bats_load_library bats-support
 bats_load_library bats-assert
 
