@@ -56,6 +56,8 @@ static const struct option longopts[] = {
 };
 
 #define NO_PEER ((size_t)-1)
+/* tasks read ahead of the peers, at most */
+#define QUEUE_MAX 1024
 
 struct task {
 	uint8_t *msg;		/* the request as read, filled in; freed when answered */
@@ -145,6 +147,34 @@ peer_find(struct scatter *s, const char *name, int add)
 	return s->npeers++;
 }
 
+/* Puts task i at the back of the queue of tasks waiting for a peer. */
+static void
+queue_task(struct scatter *s, size_t i)
+{
+	if (s->nrequeue == s->requeue_cap) {
+		s->requeue_cap = s->requeue_cap ? s->requeue_cap * 2 : 64;
+		s->requeue = xrealloc(s->requeue, s->requeue_cap * sizeof *s->requeue);
+	}
+	s->requeue[s->nrequeue++] = i;
+}
+
+/* --async: no window, round robin over the live peers. */
+static size_t
+any_live_peer(struct scatter *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->npeers; i++) {
+		size_t p = (s->rr + i) % s->npeers;
+
+		if (s->peers[p].live) {
+			s->rr = p + 1;
+			return p;
+		}
+	}
+	return NO_PEER;
+}
+
 /* A peer left: its unanswered tasks go back to the queue, the outbox forgets them. */
 static void
 peer_lost(struct scatter *s, size_t p)
@@ -159,11 +189,7 @@ peer_lost(struct scatter *s, size_t p)
 		if (t->done || t->peer != p)
 			continue;
 		t->peer = NO_PEER;
-		if (s->nrequeue == s->requeue_cap) {
-			s->requeue_cap = s->requeue_cap ? s->requeue_cap * 2 : 64;
-			s->requeue = xrealloc(s->requeue, s->requeue_cap * sizeof *s->requeue);
-		}
-		s->requeue[s->nrequeue++] = i;
+		queue_task(s, i);
 	}
 	if (s->peers[p].inflight)
 		maro_warn("peer '%s' left with %u unanswered task%s: sending them elsewhere",
@@ -495,41 +521,14 @@ main(int argc, char **argv)
 			next_refresh = now + 250000;
 		}
 		maro_outbox_run(s.ob);	/* acknowledgements make room */
-		/* give work: re-queued tasks first, then new input */
-		for (;;) {
+		/* read ahead: input becomes queued tasks, a bounded number of them */
+		while (!input_done && s.nrequeue < QUEUE_MAX) {
 			const uint8_t *ip;
 			size_t n;
 			uint64_t off;
 			struct maro_err err;
-			int rc;
+			int rc = next_input(&s, &r, &ip, &n, &off, &err);
 
-			if (s.prefix) {
-				p = pick_peer(&s);
-				if (p == NO_PEER && !s.async)
-					break;
-				if (s.async && p == NO_PEER) {
-					/* --async: no window, just round robin over the live peers */
-					size_t i;
-
-					for (i = 0; i < s.npeers && !s.peers[(s.rr + i) % s.npeers].live; i++)
-						;
-					if (i == s.npeers)
-						break;
-					p = (s.rr + i) % s.npeers;
-					s.rr = p + 1;
-				}
-			} else {
-				p = NO_PEER;
-			}
-			if (s.nrequeue) {
-				if (dispatch(&s, s.requeue[0], p) < 0)
-					break;
-				memmove(s.requeue, s.requeue + 1, --s.nrequeue * sizeof *s.requeue);
-				continue;
-			}
-			if (input_done)
-				break;
-			rc = next_input(&s, &r, &ip, &n, &off, &err);
 			if (rc == 0) {
 				if (r.eof)
 					input_done = 1;
@@ -545,15 +544,19 @@ main(int argc, char **argv)
 				input_done = 1;
 				break;
 			}
-			if (dispatch(&s, s.ntasks - 1, p) < 0) {
-				/* the outbox is full for that peer: queue it first in line */
-				if (s.nrequeue == s.requeue_cap) {
-					s.requeue_cap = s.requeue_cap ? s.requeue_cap * 2 : 64;
-					s.requeue = xrealloc(s.requeue, s.requeue_cap * sizeof *s.requeue);
-				}
-				s.requeue[s.nrequeue++] = s.ntasks - 1;
+			queue_task(&s, s.ntasks - 1);
+		}
+		/* give work: the queue holds re-queued tasks first, then new ones */
+		while (s.nrequeue) {
+			if (!s.prefix)
+				p = NO_PEER;
+			else if ((p = pick_peer(&s)) == NO_PEER && s.async)
+				p = any_live_peer(&s);
+			if (s.prefix && p == NO_PEER)
 				break;
-			}
+			if (dispatch(&s, s.requeue[0], p) < 0)
+				break;	/* that peer's outbox window is full */
+			memmove(s.requeue, s.requeue + 1, --s.nrequeue * sizeof *s.requeue);
 		}
 		maro_outbox_run(s.ob);
 		if (s.rq.inbox) {
@@ -590,7 +593,7 @@ main(int argc, char **argv)
 				maro_registry_heartbeat(s.c->reg);
 			next_hb = now + 1000000;
 		}
-		if (!input_done && !s.nrequeue && (!s.prefix || s.async || pick_peer(&s) != NO_PEER)) {
+		if (!input_done && s.nrequeue < QUEUE_MAX) {
 			stdin_at = nitems;
 			items[nitems++] = (zmq_pollitem_t){ NULL, STDIN_FILENO, ZMQ_POLLIN, 0 };
 		}

@@ -395,6 +395,9 @@ maro_outbox_run(struct maro_outbox *ob)
 
 		if (d->head == d->tail && !d->sock)
 			continue;
+		/* acknowledgements first: a reconnect below would lose them */
+		if (d->sock)
+			read_acks(ob, d);
 		if (!d->sock || d->next_lookup <= now) {
 			if (d->head == d->tail)
 				continue;
@@ -402,7 +405,6 @@ maro_outbox_run(struct maro_outbox *ob)
 			if (!d->sock)
 				continue;
 		}
-		read_acks(ob, d);
 		/* stalled: look the name up again, and send the window again */
 		if (d->head < d->next && d->ring[d->head & d->mask].sent + d->retry_us <= now) {
 			dest_lookup(ob, d, now);

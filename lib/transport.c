@@ -100,7 +100,6 @@ maro_ctx_open(const struct maro_ctx_opts *o, char *errbuf, size_t errlen)
 		seterr(errbuf, errlen, "cannot create a ZeroMQ context: %s", zmq_strerror(errno));
 		goto fail;
 	}
-	zmq_ctx_set(c->zmq, ZMQ_BLOCKY, 0);
 	return c;
 fail:
 	{

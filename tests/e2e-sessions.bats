@@ -94,8 +94,6 @@ live() { maro-peers -f json | grep -c "\"$1" || :; }
 	run timeout 20 maro-recv -n master -C 1 -W 10s -f payload
 	assert_success
 	assert_output keep-me
-	wait_exit "$pending" 20
-	[ "$status" -eq 0 ]
 }
 
 @test "missing replies: exit 1 with the missing session ids" {
