@@ -132,7 +132,7 @@ lines() { [ -f "$1" ] && wc -l < "$1" || echo 0; }
 	sh "$MARO_TOP/scripts/test-redis" stop "$BATS_FILE_TMPDIR/redis"
 	numbers 1001 2000 >&5
 	wait_until 30 has_lines out 2000
-	sh "$MARO_TOP/scripts/test-redis" start "$BATS_FILE_TMPDIR/redis" "$port"
+	sh "$MARO_TOP/scripts/test-redis" start "$BATS_FILE_TMPDIR/redis" "$port" 5>&-	# the server must not hold the fifo
 	wait_until 15 is_live sink
 	numbers 2001 3000 >&5
 	exec 5>&-
