@@ -19,7 +19,8 @@ bg() {
 	# an explicit <&0: bash gives background jobs /dev/null otherwise
 	# and no fd 5: tests keep fifos open there, and a child holding one
 	# would keep its reader from ever seeing the end
-	timeout -k 2 "$limit" "$@" <&0 5>&- &
+	# and no fd 3: bats waits for whoever holds it
+	timeout -k 2 "$limit" "$@" <&0 3>&- 5>&- &
 	BG_PID=$!
 	BG_PIDS+=("$BG_PID")
 }
@@ -81,11 +82,17 @@ child_pid() {
 
 # timeout(1) leads a process group of its own: signal the whole group.
 kill_bg() {
-	local pid
+	local pid i
 	for pid in "${BG_PIDS[@]}"; do
 		kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || :
 	done
+	# a group that has not ended within 3 s is killed outright
 	for pid in "${BG_PIDS[@]}"; do
+		for i in $(seq 150); do
+			kill -0 -- "-$pid" 2>/dev/null || break
+			sleep 0.02
+		done
+		kill -KILL -- "-$pid" 2>/dev/null || :
 		wait "$pid" 2>/dev/null || :
 	done
 	BG_PIDS=()
