@@ -331,6 +331,7 @@ main(int argc, char **argv)
 	char input_error[300] = "";
 
 	maro_cli_init(argv[0]);
+	memset(&r, 0, sizeof r);
 	s.name = getenv("MARO_NAME");
 	if (s.name && !*s.name)
 		s.name = NULL;
@@ -534,5 +535,16 @@ out:
 	maro_requester_close(&s.rq);
 	maro_ctx_close(s.c);
 	maro_writer_free(&s.w);
+	maro_reader_free(&r);
+	maro_buf_free(&s.line);
+	maro_buf_free(&s.staged);
+	maro_buf_free(&s.enc);
+	maro_buf_free(&built);
+	if (prefix)
+		for (size_t i = 0; i < s.npeers; i++)
+			free(s.peers[i]);	/* -P names were copied */
+	free(s.peers);
+	free(b.data);
+	free(ex);
 	return status;
 }
