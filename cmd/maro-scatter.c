@@ -510,7 +510,7 @@ main(int argc, char **argv)
 
 	for (;;) {
 		zmq_pollitem_t items[1100];
-		int nitems = 0, stdin_at = -1;
+		int nitems = 0, stdin_at = -1, moved = 0;
 		int64_t wake;
 		long ms;
 		size_t p;
@@ -545,6 +545,7 @@ main(int argc, char **argv)
 				break;
 			}
 			queue_task(&s, s.ntasks - 1);
+			moved = 1;
 		}
 		/* give work: the queue holds re-queued tasks first, then new ones */
 		while (s.nrequeue) {
@@ -557,12 +558,14 @@ main(int argc, char **argv)
 			if (dispatch(&s, s.requeue[0], p) < 0)
 				break;	/* that peer's outbox window is full */
 			memmove(s.requeue, s.requeue + 1, --s.nrequeue * sizeof *s.requeue);
+			moved = 1;
 		}
 		maro_outbox_run(s.ob);
 		if (s.rq.inbox) {
 			struct maro_delivery d;
 
 			while (maro_requester_next(&s.rq, &d) == 1) {
+				moved = 1;	/* a peer may be free again */
 				task_answered(&s, &d);
 				maro_inbox_done(s.rq.inbox, &d);
 			}
@@ -608,7 +611,8 @@ main(int argc, char **argv)
 		if (s.prefix && next_refresh < wake)
 			wake = next_refresh;
 		ms = (long)((wake - now + 999) / 1000);
-		if (ms < 0)
+		/* something moved: go round again before sleeping */
+		if (ms < 0 || moved)
 			ms = 0;
 		if (zmq_poll(items, nitems, ms) < 0 && errno != EINTR)
 			maro_die(MARO_EXIT_SOFTWARE, "poll: %s", zmq_strerror(errno));
