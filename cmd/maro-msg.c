@@ -1,12 +1,12 @@
 /*
- * maro-msg: the shell's way into and out of the message stream.  Builds
- * messages from flags or JSON lines, prints a CBOR sequence as JSON lines,
- * diagnostic notation or payloads, checks a stream, and turns requests into
+ * maro-msg: the shell's way into and out of the message stream.  Prints a
+ * stream of messages as CBOR, JSON lines, diagnostic notation or payloads
+ * (or only checks it), builds messages from flags, and turns requests into
  * replies.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,12 +17,12 @@
 static void
 usage(void)
 {
-	printf("usage: %s [-f cbor|json|diag|payload] [-i cbor|json] [--check] [--max-size N]\n"
-	    "          [--max-depth N] [-q] [-v] < messages\n"
-	    "       %s -t TAG [-d DATA]... [--json JSON] [-p DEST]... [-n SOURCE]\n"
-	    "          [--task|--notification] [-f FORMAT]\n"
-	    "       %s reply [-n SOURCE] [-t TAG] [-d DATA | --json JSON | --payloads FILE\n"
-	    "          [--payloads-json]] [-i cbor|json] [-f FORMAT] < requests\n"
+	printf("usage: %s [-f cbor|json|diag|payload] [-i cbor|json] [--check] [-q] [-v]\n"
+	    "          [--max-size BYTES] [--max-depth N] < messages\n"
+	    "       %s -t TAG [-d STR]... [--json JSON] [-p DEST]... [-n SOURCE]\n"
+	    "          [--task | --notification] [-f FORMAT]\n"
+	    "       %s reply [-n SOURCE] [-t TAG] [-d STR | --json JSON | --payloads FILE\n"
+	    "          [--payloads-json]] [-i cbor|json] [-f FORMAT] [-q] [-v] < requests\n"
 	    "       %s -h | -V\n", maro_progname, maro_progname, maro_progname, maro_progname);
 }
 
@@ -53,19 +53,27 @@ static const struct option longopts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-struct msgtool {
-	enum maro_format fmt;
-	int json_in, check, reply;
-	struct maro_cbor_limits lim;
-	struct maro_writer w;
-	struct maro_buf line, tmp, payload;
-	/* reply mode */
-	const char *source, *tag;
-	int have_payload;		/* -d or --json: the same payload for every reply */
-	FILE *payloads;
-	int payloads_json;
-	uint64_t count;
-};
+/* Every message read or built goes out through these. */
+static enum maro_format format;
+static int check;
+static struct maro_cbor_limits limits;
+static struct maro_writer out;
+static struct maro_buf line;		/* one message in the output format */
+static uint64_t count;
+static struct maro_buf item;		/* the message of a JSON line */
+
+/* Reply mode: what replaces the envelope and the payload. */
+static int reply;
+static const char *reply_source, *reply_tag;
+static struct maro_buf reply_payload;	/* -d or --json: the same for every reply */
+static struct maro_buf reply_item;
+static int have_reply_payload;
+static FILE *payloads;			/* --payloads: one line per reply */
+static const char *payloads_path;
+static int payloads_json;
+static uint64_t payloads_lineno;
+static char *payloads_line;
+static size_t payloads_cap;
 
 static void
 push(char ***v, size_t *n, char *s)
@@ -78,305 +86,474 @@ push(char ***v, size_t *n, char *s)
 	*v = t;
 }
 
-static void
-put(struct msgtool *t, const uint8_t *p, size_t n)
+/* jansson takes only UTF-8: what a message's text must be. */
+static int
+utf8(const char *s, size_t n)
 {
-	if (maro_writer_put(&t->w, p, n) < 0) {
-		if (errno == EPIPE)
-			exit(maro_cli_close_stdout(0));
-		maro_die(MARO_EXIT_SOFTWARE, "error writing standard output: %s", strerror(errno));
-	}
+	json_t *j = json_stringn(s, n);
+
+	if (!j)
+		return 0;
+	json_decref(j);
+	return 1;
 }
+
+static const char *
+utf8_arg(const char *flag, const char *arg)
+{
+	if (!utf8(arg, strlen(arg)))
+		maro_usage_error("the argument of %s is not valid UTF-8", flag);
+	return arg;
+}
+
+/* Whoever reads our output went away: end quietly, as yes(1) | head does. */
+static void
+write_error(void)
+{
+	if (errno == EPIPE)
+		exit(MARO_EXIT_OK);
+	maro_die(MARO_EXIT_INCOMPLETE, "error writing standard output: %s", strerror(errno));
+}
+
+static void
+flush(void)
+{
+	if (maro_writer_flush(&out) < 0)
+		write_error();
+}
+
+/* Stops at a fault in the input, after writing out everything before it. */
+static noreturn void bad_input(const char *where, uint64_t at, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
 static noreturn void
-bad_input(struct msgtool *t, const char *where, unsigned long long at, const char *why)
+bad_input(const char *where, uint64_t at, const char *fmt, ...)
 {
-	maro_writer_flush(&t->w);
-	maro_die(MARO_EXIT_DATAERR, "malformed input at %s %llu: %s", where, at, why);
+	char why[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof why, fmt, ap);
+	va_end(ap);
+	if (maro_writer_flush(&out) < 0 && errno != EPIPE)
+		maro_warn("error writing standard output: %s", strerror(errno));
+	maro_die(MARO_EXIT_DATAERR, "malformed input at %s %llu: %s", where, (unsigned long long)at,
+	    why);
 }
 
-/* The next reply payload from --payloads: one line each.  0, or -1 when it ran out. */
-static int
-next_payload(struct msgtool *t)
-{
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t n = getline(&line, &cap, t->payloads);
-	int rc = 0;
-
-	if (n < 0) {
-		free(line);
-		return -1;
-	}
-	if (n && line[n - 1] == '\n')
-		line[--n] = '\0';
-	t->payload.len = 0;
-	if (t->payloads_json) {
-		json_error_t je;
-		json_t *v = json_loadb(line, (size_t)n, JSON_DECODE_ANY, &je);
-
-		if (!v || maro_json_to_cbor(v, &t->payload) < 0)
-			rc = -2;
-		json_decref(v);
-	} else if (maro_buf_cbor_text(&t->payload, line, (size_t)n) < 0) {
-		rc = -2;
-	}
-	free(line);
-	return rc;
-}
-
-/* One message read: check it, print it (or its reply). */
 static void
-one(struct msgtool *t, const uint8_t *p, size_t n, const char *where, unsigned long long at)
+emit(const uint8_t *p, size_t n, const char *where, uint64_t at)
+{
+	struct maro_err err;
+
+	line.len = 0;
+	if (maro_format_item(&line, format, p, n, &err) < 0)
+		bad_input(where, at, "%s", err.msg);
+	if (maro_writer_put(&out, line.p, line.len) < 0)
+		write_error();
+}
+
+/* The payload of the next reply: the next line of --payloads. */
+static void
+next_payload(void)
+{
+	char *buf;
+	ssize_t n;
+
+	errno = 0;
+	n = getline(&payloads_line, &payloads_cap, payloads);
+	buf = payloads_line;
+	if (n < 0) {
+		flush();
+		if (ferror(payloads))
+			maro_die(MARO_EXIT_INCOMPLETE, "error reading '%s': %s", payloads_path,
+			    strerror(errno));
+		maro_die(MARO_EXIT_DATAERR, "'%s' has %llu lines: no payload for request %llu",
+		    payloads_path, (unsigned long long)payloads_lineno, (unsigned long long)count);
+	}
+	payloads_lineno++;
+	if (n > 0 && buf[n - 1] == '\n')
+		buf[--n] = '\0';
+	reply_payload.len = 0;
+	if (payloads_json) {
+		json_error_t je;
+		json_t *v = json_loadb(buf, (size_t)n, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
+
+		if (!v) {
+			flush();
+			maro_die(MARO_EXIT_DATAERR, "'%s' line %llu: invalid JSON at column %d: %s",
+			    payloads_path, (unsigned long long)payloads_lineno, je.column, je.text);
+		}
+		if (maro_json_to_cbor(v, &reply_payload) < 0) {
+			json_decref(v);
+			flush();
+			maro_die(MARO_EXIT_DATAERR, "'%s' line %llu: %s", payloads_path,
+			    (unsigned long long)payloads_lineno,
+			    errno == ELOOP ? "nesting deeper than the limit" : strerror(errno));
+		}
+		json_decref(v);
+	} else {
+		if (!utf8(buf, (size_t)n)) {
+			flush();
+			maro_die(MARO_EXIT_DATAERR, "'%s' line %llu: not valid UTF-8", payloads_path,
+			    (unsigned long long)payloads_lineno);
+		}
+		if (maro_buf_cbor_text(&reply_payload, buf, (size_t)n) < 0)
+			maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+	}
+}
+
+/* A request becomes its reply in buf: the envelope from maro_msg_make_reply. */
+static void
+make_reply(struct maro_msg *m, struct maro_buf *buf, const char *where, uint64_t at)
+{
+	char id[MARO_UUID_LEN + 1];
+	struct maro_err err;
+
+	maro_msg_make_reply(m, reply_source, id);
+	if (reply_tag)
+		m->tag = maro_str_c(reply_tag);
+	if (payloads)
+		next_payload();
+	if (have_reply_payload || payloads) {
+		m->payload.p = reply_payload.p;
+		m->payload.n = reply_payload.len;
+	}
+	buf->len = 0;
+	if (maro_msg_encode(m, buf) < 0)
+		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+	/* a new payload may make it more than a receiver takes */
+	if (maro_cbor_check(buf->p, buf->len, &limits, &err) < 0) {
+		flush();
+		maro_die(MARO_EXIT_DATAERR, "the reply to the request at %s %llu would be refused: %s",
+		    where, (unsigned long long)at, err.msg);
+	}
+}
+
+/* One item read: a message, printed (or its reply), or a fault. */
+static void
+message(const uint8_t *p, size_t n, const char *where, uint64_t at, int offsets)
 {
 	struct maro_msg m;
 	struct maro_err err;
-	char id[MARO_UUID_LEN + 1];
 
 	if (maro_msg_decode(&m, p, n, &err) < 0)
-		bad_input(t, where, at + (t->json_in ? 0 : err.offset), err.msg);
-	t->count++;
-	if (t->check)
+		bad_input(where, at + (offsets ? err.offset : 0), "%s", err.msg);
+	count++;
+	if (check)
 		return;
-	if (t->reply) {
-		maro_msg_make_reply(&m, t->source, id);
-		if (t->tag)
-			m.tag = maro_str_c(t->tag);
-		if (t->payloads) {
-			int rc = next_payload(t);
-
-			if (rc == -1)
-				bad_input(t, where, at, "more requests than lines in the payloads file");
-			if (rc == -2)
-				bad_input(t, where, at, "invalid JSON in the payloads file");
-		}
-		if (t->have_payload || t->payloads) {
-			m.payload.p = t->payload.p;
-			m.payload.n = t->payload.len;
-		}
-		t->tmp.len = 0;
-		if (maro_msg_encode(&m, &t->tmp) < 0)
-			maro_die(MARO_EXIT_SOFTWARE, "out of memory");
-		p = t->tmp.p;
-		n = t->tmp.len;
+	if (reply) {
+		make_reply(&m, &reply_item, where, at);
+		p = reply_item.p;
+		n = reply_item.len;
 	}
-	t->line.len = 0;
-	if (maro_format_item(&t->line, t->fmt, p, n, &err) < 0)
-		bad_input(t, where, at, err.msg);
-	put(t, t->line.p, t->line.len);
+	emit(p, n, where, at);
 }
 
 static void
-read_cbor(struct msgtool *t)
+read_cbor(void)
 {
 	struct maro_reader r;
 	struct maro_err err;
 	const uint8_t *p;
-	size_t n;
 	uint64_t off;
+	size_t n;
 	int rc;
 
-	maro_reader_init(&r, STDIN_FILENO, &t->lim);
+	maro_reader_init(&r, STDIN_FILENO, &limits);
 	for (;;) {
 		rc = maro_reader_next(&r, &p, &n, &off, &err);
-		if (rc == 1) {
-			one(t, p, n, "byte offset", (unsigned long long)off);
+		if (rc > 0) {
+			message(p, n, "byte offset", off, 1);
 			continue;
 		}
 		if (rc < 0)
-			bad_input(t, "byte offset", (unsigned long long)err.offset, err.msg);
+			bad_input("byte offset", err.offset, "%s", err.msg);
 		if (r.eof)
 			break;
 		/* nothing complete is buffered: write out before waiting for more */
-		if (maro_writer_flush(&t->w) < 0 && errno != EPIPE)
-			maro_die(MARO_EXIT_SOFTWARE, "error writing standard output: %s", strerror(errno));
+		flush();
 		if (maro_reader_fill(&r) < 0)
 			maro_die(MARO_EXIT_INCOMPLETE, "error reading standard input: %s", strerror(errno));
 	}
 	maro_reader_free(&r);
 }
 
+/* One line of -i json: a message object, converted without adding anything. */
 static void
-read_json(struct msgtool *t)
+json_line(const char *s, size_t n, uint64_t lineno)
 {
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t n;
-	unsigned long long lineno = 0;
+	struct maro_err err;
+	json_error_t je;
+	json_t *v;
+	int rc;
 
-	/* line-buffered: a line in is a message out, at once */
-	while ((n = getline(&line, &cap, stdin)) >= 0) {
-		json_error_t je;
-		json_t *v;
-
-		lineno++;
-		if (strspn(line, " \t\r\n") == (size_t)n)
-			continue;
-		v = json_loadb(line, (size_t)n, 0, &je);
-		if (!v) {
-			char why[300];
-
-			snprintf(why, sizeof why, "invalid JSON (column %d): %s", je.column, je.text);
-			bad_input(t, "line", lineno, why);
-		}
-		if (!json_is_object(v))
-			bad_input(t, "line", lineno, "not a JSON object (a message is an object)");
-		t->tmp.len = 0;
-		if (maro_json_to_cbor(v, &t->tmp) < 0)
-			maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+	if (strspn(s, " \t\r") >= n)
+		return;
+	/* a repeated key is refused, as it is in a CBOR message */
+	v = json_loadb(s, n, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);
+	if (!v)
+		bad_input("line", lineno, "invalid JSON at column %d: %s", je.column, je.text);
+	if (!json_is_object(v)) {
 		json_decref(v);
-		{
-			struct maro_buf item = t->tmp;
-
-			t->tmp = (struct maro_buf){ 0 };
-			one(t, item.p, item.len, "line", lineno);
-			maro_buf_free(&item);
-		}
-		if (maro_writer_flush(&t->w) < 0 && errno != EPIPE)
-			maro_die(MARO_EXIT_SOFTWARE, "error writing standard output: %s", strerror(errno));
+		bad_input("line", lineno, "not a JSON object (a message is an object)");
 	}
-	free(line);
+	item.len = 0;
+	rc = maro_json_to_cbor(v, &item);
+	json_decref(v);
+	if (rc < 0 && errno == ELOOP)
+		bad_input("line", lineno, "nesting deeper than the limit");
+	if (rc < 0)
+		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+	if (maro_cbor_check(item.p, item.len, &limits, &err) < 0)
+		bad_input("line", lineno, "%s", err.msg);
+	message(item.p, item.len, "line", lineno, 0);
+}
+
+static void
+read_json(void)
+{
+	struct maro_buf in = { 0 };
+	size_t start = 0, seen = 0;	/* the current line's first byte; bytes searched for its end */
+	/* JSON spends more bytes than CBOR, but not without end */
+	size_t max_line = (limits.max_item ? limits.max_item : MARO_CBOR_DEFAULT_MAX_ITEM) * 8;
+	uint64_t lineno = 0;
+	int eof = 0;
+
+	for (;;) {
+		uint8_t *nl = in.len > seen ? memchr(in.p + seen, '\n', in.len - seen) : NULL;
+		ssize_t n;
+
+		if (nl || (eof && start < in.len)) {
+			size_t end = nl ? (size_t)(nl - in.p) : in.len;
+
+			in.p[end] = '\0';	/* the newline, or the byte past the end buf keeps */
+			json_line((const char *)in.p + start, end - start, ++lineno);
+			start = seen = nl ? end + 1 : in.len;
+			continue;
+		}
+		if (eof)
+			break;
+		seen = in.len;
+		if (in.len - start > max_line)
+			bad_input("line", lineno + 1, "line longer than %zu bytes", max_line);
+		/* no complete line is buffered: write out before waiting for more */
+		flush();
+		if (start > 0) {
+			memmove(in.p, in.p + start, in.len - start);
+			in.len -= start;
+			seen -= start;
+			start = 0;
+		}
+		if (maro_buf_reserve(&in, 65536) < 0)
+			maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+		do
+			n = read(STDIN_FILENO, in.p + in.len, in.cap - in.len - 1);
+		while (n < 0 && errno == EINTR);
+		if (n < 0)
+			maro_die(MARO_EXIT_INCOMPLETE, "error reading standard input: %s", strerror(errno));
+		if (n == 0)
+			eof = 1;
+		in.len += (size_t)n;
+	}
+	maro_buf_free(&in);
+}
+
+/* Build mode: the messages the flags describe, each checked as a receiver would. */
+static void
+build(const struct maro_build *b)
+{
+	static struct maro_cbor_scan scan;
+	struct maro_buf seq = { 0 };
+	struct maro_msg m;
+	struct maro_err err;
+	char why[300];
+	size_t off, len;
+
+	if (maro_build_messages(b, &seq, why, sizeof why) < 0) {
+		if (!strstr(why, "JSON"))
+			maro_die(MARO_EXIT_SOFTWARE, "%s", why);
+		maro_usage_error("%s", why);
+	}
+	for (off = 0; off < seq.len; off += len) {
+		maro_cbor_scan_init(&scan, &limits);
+		if (maro_cbor_scan(&scan, seq.p + off, seq.len - off, &len, &err) != MARO_SCAN_DONE)
+			maro_usage_error("the message would be refused: %s", err.msg);
+		if (maro_msg_decode(&m, seq.p + off, len, &err) < 0)
+			maro_usage_error("the message would be refused: %s", err.msg);
+		count++;
+		emit(seq.p + off, len, "message", count);
+	}
+	maro_buf_free(&seq);
+}
+
+/* A payload for every reply: refused at once if a message holding it would be. */
+static void
+check_reply_payload(void)
+{
+	struct maro_msg m = { .tag = { "", 0 } };
+	struct maro_buf msg = { 0 };
+	struct maro_err err;
+
+	m.payload.p = reply_payload.p;
+	m.payload.n = reply_payload.len;
+	if (maro_msg_encode(&m, &msg) < 0)
+		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+	if (maro_cbor_check(msg.p, msg.len, &limits, &err) < 0)
+		maro_usage_error("the replies would be refused: %s", err.msg);
+	maro_buf_free(&msg);
+	have_reply_payload = 1;
+}
+
+/* Reply mode: the payload every reply gets (-d, --json), or the file of them. */
+static void
+reply_setup(const struct maro_build *b, const char *payloads_file)
+{
+	if (b->ndata) {
+		if (maro_buf_cbor_text(&reply_payload, b->data[0], strlen(b->data[0])) < 0)
+			maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+		check_reply_payload();
+	} else if (b->json) {
+		json_error_t je;
+		json_t *v = json_loads(b->json, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
+
+		if (!v)
+			maro_usage_error("invalid JSON payload (line %d, column %d): %s", je.line,
+			    je.column, je.text);
+		if (maro_json_to_cbor(v, &reply_payload) < 0)
+			maro_usage_error("cannot encode the JSON payload: %s",
+			    errno == ELOOP ? "nesting deeper than the limit" : strerror(errno));
+		json_decref(v);
+		check_reply_payload();
+	} else if (payloads_file) {
+		payloads_path = payloads_file;
+		payloads = fopen(payloads_file, "r");
+		if (!payloads)
+			maro_die(MARO_EXIT_INCOMPLETE, "cannot open '%s': %s", payloads_file,
+			    strerror(errno));
+	}
 }
 
 int
 main(int argc, char **argv)
 {
-	struct msgtool t = { 0 };
 	struct maro_build b = { 0 };
-	const char *payloads = NULL;
-	int ch, quiet = 0, fmt_set = 0;
+	const char *payloads_file = NULL, *input = NULL, *env;
+	int ch, quiet = 0, fmt_set = 0, json_in, njson = 0, type_set = 0;
+	uint64_t v;
 
 	maro_cli_init(argv[0]);
-	t.fmt = isatty(STDOUT_FILENO) ? MARO_FORMAT_JSON : MARO_FORMAT_CBOR;
+	format = isatty(STDOUT_FILENO) ? MARO_FORMAT_JSON : MARO_FORMAT_CBOR;
 	if (argc > 1 && !strcmp(argv[1], "reply")) {
-		t.reply = 1;
+		reply = 1;
+		argv[1] = argv[0];
 		argv++;
 		argc--;
 	}
 	while ((ch = getopt_long(argc, argv, "f:i:t:d:p:n:qvhV", longopts, NULL)) != -1) {
 		switch (ch) {
-		case 'f': t.fmt = maro_cli_format(optarg); fmt_set = 1; break;
-		case 'i':
-			if (strcmp(optarg, "cbor") && strcmp(optarg, "json"))
-				maro_usage_error("unknown input format '%s' (cbor or json)", optarg);
-			t.json_in = !strcmp(optarg, "json");
+		case 'f': format = maro_cli_format(optarg); fmt_set = 1; break;
+		case 'i': input = optarg; break;
+		case 't': b.tag = utf8_arg("-t", optarg); break;
+		case 'd': push(&b.data, &b.ndata, (char *)utf8_arg("-d", optarg)); break;
+		case OPT_JSON: b.json = optarg; njson++; break;
+		case 'p': push(&b.dests, &b.ndests, (char *)utf8_arg("-p", optarg)); break;
+		case 'n': b.source = utf8_arg("-n", optarg); break;
+		case OPT_TASK: b.notification = 0; type_set = 1; break;
+		case OPT_NOTIFICATION: b.notification = 1; type_set = 1; break;
+		case OPT_CHECK: check = 1; break;
+		case OPT_MAX_SIZE:
+			v = maro_cli_count("--max-size", optarg);
+			if (v < 1 || v > SIZE_MAX / 16)
+				maro_usage_error("--max-size must be 1 to %zu", SIZE_MAX / 16);
+			limits.max_item = (size_t)v;
 			break;
-		case 't': b.tag = optarg; break;
-		case 'd': push(&b.data, &b.ndata, optarg); break;
-		case OPT_JSON: b.json = optarg; break;
-		case 'p': push(&b.dests, &b.ndests, optarg); break;
-		case 'n': b.source = optarg; break;
-		case OPT_TASK: b.notification = 0; break;
-		case OPT_NOTIFICATION: b.notification = 1; break;
-		case OPT_CHECK: t.check = 1; break;
-		case OPT_MAX_SIZE: t.lim.max_item = maro_cli_count("--max-size", optarg); break;
 		case OPT_MAX_DEPTH:
-			t.lim.max_depth = (unsigned)maro_cli_count("--max-depth", optarg);
-			if (t.lim.max_depth < 1 || t.lim.max_depth > MARO_CBOR_MAX_DEPTH_LIMIT)
+			v = maro_cli_count("--max-depth", optarg);
+			if (v < 1 || v > MARO_CBOR_MAX_DEPTH_LIMIT)
 				maro_usage_error("--max-depth must be 1 to %d", MARO_CBOR_MAX_DEPTH_LIMIT);
+			limits.max_depth = (unsigned)v;
 			break;
-		case OPT_PAYLOADS: payloads = optarg; break;
-		case OPT_PAYLOADS_JSON: t.payloads_json = 1; break;
+		case OPT_PAYLOADS: payloads_file = optarg; break;
+		case OPT_PAYLOADS_JSON: payloads_json = 1; break;
 		case 'q': quiet = 1; break;
 		case 'v': maro_verbose = 1; break;
-		case 'h': usage(); return 0;
-		case 'V': maro_print_version(); return 0;
+		case 'h': usage(); return maro_cli_close_stdout(MARO_EXIT_OK);
+		case 'V': maro_print_version(); return maro_cli_close_stdout(MARO_EXIT_OK);
 		default: maro_usage_error("invalid option");
 		}
 	}
 	/* "reply" may also come after the options */
-	if (!t.reply && optind < argc && !strcmp(argv[optind], "reply")) {
-		t.reply = 1;
+	if (!reply && optind < argc && !strcmp(argv[optind], "reply")) {
+		reply = 1;
 		optind++;
 	}
 	if (optind < argc)
 		maro_usage_error("unexpected argument '%s'", argv[optind]);
+	json_in = input && !strcmp(input, "json");
+	if (input && !json_in && strcmp(input, "cbor"))
+		maro_usage_error("unknown input format '%s' (cbor or json)", input);
 	if (b.ndata && b.json)
 		maro_usage_error("-d and --json do not go together");
-	if (b.ndata + !!b.json + !!payloads > 1 && t.reply)
-		maro_usage_error("one payload source: -d, --json or --payloads");
-	if (t.reply && (b.ndests || b.notification))
-		maro_usage_error("-p and --notification do not go with reply");
-	if (!t.reply && payloads)
-		maro_usage_error("--payloads goes with reply");
-	if (t.reply && b.ndata > 1)
-		maro_usage_error("reply takes one -d");
-	if (!t.reply && !b.tag && (b.ndata || b.json || b.ndests || b.source))
+	if (njson > 1)
+		maro_usage_error("one --json payload");
+	if (!reply && !b.tag && (b.ndata || b.json || b.ndests || b.source || type_set))
 		maro_usage_error("building a message needs -t TAG");
-	if (t.check && (b.tag || t.reply))
-		maro_usage_error("--check reads messages: no -t, no reply");
-	(void)quiet;
-	maro_writer_init(&t.w, STDOUT_FILENO);
+	if (b.tag && !reply && input)
+		maro_usage_error("-t builds messages and reads no input: no -i");
+	if (b.tag && !reply && check)
+		maro_usage_error("-t builds messages: no --check");
+	if (reply && (b.ndests || type_set))
+		maro_usage_error("reply: no -p, --task or --notification (the request decides)");
+	if (reply && b.ndata > 1)
+		maro_usage_error("reply takes one -d");
+	if (reply && payloads_file && (b.ndata || b.json))
+		maro_usage_error("one payload source: -d, --json or --payloads");
+	if (!reply && payloads_file)
+		maro_usage_error("--payloads goes with reply");
+	if (payloads_json && !payloads_file)
+		maro_usage_error("--payloads-json goes with --payloads");
+	if (check && reply)
+		maro_usage_error("--check reads messages: no reply");
+	if (check && fmt_set)
+		maro_usage_error("--check prints nothing: no -f");
+	if (quiet && maro_verbose)
+		maro_usage_error("-q and -v do not go together");
 
-	if (b.tag && !t.reply) {
-		char err[300];
-
-		if (!b.source && getenv("MARO_NAME") && *getenv("MARO_NAME"))
-			b.source = getenv("MARO_NAME");
-		if (maro_build_messages(&b, &t.tmp, err, sizeof err) < 0)
-			maro_usage_error("%s", err);
-		if (t.fmt == MARO_FORMAT_CBOR) {
-			put(&t, t.tmp.p, t.tmp.len);
-		} else {
-			/* print each built message in the chosen format */
-			size_t off = 0, len;
-			struct maro_err e;
-
-			while (off < t.tmp.len) {
-				struct maro_cbor_scan sc;
-
-				maro_cbor_scan_init(&sc, NULL);
-				maro_cbor_scan(&sc, t.tmp.p + off, t.tmp.len - off, &len, &e);
-				t.line.len = 0;
-				if (maro_format_item(&t.line, t.fmt, t.tmp.p + off, len, &e) < 0)
-					maro_die(MARO_EXIT_SOFTWARE, "%s", e.msg);
-				put(&t, t.line.p, t.line.len);
-				off += len;
-			}
-		}
+	env = getenv("MARO_NAME");
+	if ((b.tag || reply) && !b.source && env && *env)
+		b.source = utf8_arg("MARO_NAME", env);
+	maro_writer_init(&out, STDOUT_FILENO);
+	if (b.tag && !reply) {
+		build(&b);
 	} else {
-		if (t.reply) {
-			t.source = b.source ? b.source : getenv("MARO_NAME");
-			if (t.source && !*t.source)
-				t.source = NULL;
-			t.tag = b.tag;
-			if (b.ndata) {
-				maro_buf_cbor_text(&t.payload, b.data[0], strlen(b.data[0]));
-				t.have_payload = 1;
-			} else if (b.json) {
-				json_error_t je;
-				json_t *v = json_loads(b.json, JSON_DECODE_ANY, &je);
-
-				if (!v)
-					maro_usage_error("invalid JSON payload (line %d, column %d): %s", je.line,
-					    je.column, je.text);
-				maro_json_to_cbor(v, &t.payload);
-				json_decref(v);
-				t.have_payload = 1;
-			} else if (payloads) {
-				t.payloads = fopen(payloads, "r");
-				if (!t.payloads)
-					maro_die(MARO_EXIT_USAGE, "cannot open '%s': %s", payloads, strerror(errno));
-			}
+		if (reply) {
+			reply_source = b.source;
+			reply_tag = b.tag;
+			reply_setup(&b, payloads_file);
 		}
-		if (!fmt_set && t.check)
-			t.fmt = MARO_FORMAT_CBOR;
-		if (t.json_in)
-			read_json(&t);
+		if (!quiet && isatty(STDIN_FILENO))
+			maro_warn("reading %s from the terminal; end with ^D",
+			    json_in ? "JSON messages, one per line," : "a CBOR message stream");
+		if (json_in)
+			read_json();
 		else
-			read_cbor(&t);
-		if (t.check)
-			maro_info("%llu message%s ok", (unsigned long long)t.count, t.count == 1 ? "" : "s");
+			read_cbor();
 	}
-	if (maro_writer_flush(&t.w) < 0 && errno != EPIPE)
-		maro_die(MARO_EXIT_SOFTWARE, "error writing standard output: %s", strerror(errno));
-	if (t.payloads)
-		fclose(t.payloads);
-	maro_writer_free(&t.w);
-	maro_buf_free(&t.line);
-	maro_buf_free(&t.tmp);
-	maro_buf_free(&t.payload);
+	flush();
+	if (check)
+		maro_info("%llu message%s ok", (unsigned long long)count, count == 1 ? "" : "s");
+	else
+		maro_info("%llu message%s written", (unsigned long long)count, count == 1 ? "" : "s");
+	if (payloads)
+		fclose(payloads);
+	maro_writer_free(&out);
+	maro_buf_free(&line);
+	maro_buf_free(&item);
+	maro_buf_free(&reply_item);
+	maro_buf_free(&reply_payload);
+	free(payloads_line);
 	free(b.data);
 	free(b.dests);
-	return 0;
+	return MARO_EXIT_OK;
 }
