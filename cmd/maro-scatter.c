@@ -510,7 +510,7 @@ main(int argc, char **argv)
 
 	for (;;) {
 		zmq_pollitem_t items[1100];
-		int nitems = 0, stdin_at = -1, moved = 0;
+		int nitems = 0, stdin_at = -1, moved = 0, fresh = 0;
 		int64_t wake;
 		long ms;
 		size_t p;
@@ -546,6 +546,12 @@ main(int argc, char **argv)
 			}
 			queue_task(&s, s.ntasks - 1);
 			moved = 1;
+			fresh = 1;
+		}
+		/* new work after a pause: peers that joined meanwhile get a share of it */
+		if (fresh && s.prefix && next_refresh - 250000 + 20000 <= now) {
+			refresh_peers(&s);
+			next_refresh = now + 250000;
 		}
 		/* give work: the queue holds re-queued tasks first, then new ones */
 		while (s.nrequeue) {

@@ -144,7 +144,7 @@ live() { maro-peers -f json | grep -c "\"$1" || :; }
 @test "scatter: a worker that joins mid-run receives tasks" {
 	worker worker.1
 	mkfifo feed
-	bg 120 sh -c 'maro-scatter -P worker -t double --json-lines -W 100s -f json < feed > out'
+	bg 120 sh -c 'maro-scatter -v -P worker -t double --json-lines -W 100s -f json < feed > out 2> err'
 	scatter=$BG_PID
 	exec 5> feed
 	seq 1 50 >&5
@@ -156,7 +156,7 @@ live() { maro-peers -f json | grep -c "\"$1" || :; }
 	wait_exit "$scatter" 100
 	[ "$status" -eq 0 ]
 	[ "$(lines out)" -eq 400 ]
-	[ "$(jq -r 'select(.source == "worker.2") | .payload' out | wc -l)" -gt 0 ]
+	[ "$(jq -r 'select(.source == "worker.2") | .payload' out | wc -l)" -gt 0 ] || { cat err; jq -r .source out | sort | uniq -c; false; }
 }
 
 @test "scatter --ordered writes replies in input order" {
