@@ -18,19 +18,20 @@
 static void
 usage(void)
 {
-	printf("usage: %s [-P PREFIX] [-n NAME] [-g GROUP] [--registry URL] [-e TYPE=N]...\n"
+	printf("usage: %s [-P PREFIX] [-n NAME] [-g GROUP] [--registry URL] [--keyfile FILE] [-e TYPE=N]...\n"
 	    "          [--async] [-W DUR] [-f cbor|json|diag|payload] [-q] [-v] < message\n"
 	    "       %s -t TAG [-d DATA | --json JSON] [--task|--notification] [OPTIONS]\n"
 	    "       %s -h | -V\n", maro_progname, maro_progname, maro_progname);
 }
 
-enum { OPT_REGISTRY = 256, OPT_JSON, OPT_TASK, OPT_NOTIFICATION, OPT_ASYNC, OPT_ADVERTISE };
+enum { OPT_REGISTRY = 256, OPT_KEYFILE, OPT_JSON, OPT_TASK, OPT_NOTIFICATION, OPT_ASYNC, OPT_ADVERTISE };
 
 static const struct option longopts[] = {
 	{ "prefix", required_argument, NULL, 'P' },
 	{ "name", required_argument, NULL, 'n' },
 	{ "group", required_argument, NULL, 'g' },
 	{ "registry", required_argument, NULL, OPT_REGISTRY },
+	{ "keyfile", required_argument, NULL, OPT_KEYFILE },
 	{ "expect", required_argument, NULL, 'e' },
 	{ "tag", required_argument, NULL, 't' },
 	{ "data", required_argument, NULL, 'd' },
@@ -159,6 +160,7 @@ main(int argc, char **argv)
 		case 'n': name = optarg; break;
 		case 'g': co.group = optarg; break;
 		case OPT_REGISTRY: co.registry_url = optarg; break;
+		case OPT_KEYFILE: co.keyfile = optarg; break;
 		case 'e':
 			ex = realloc(ex, (nex + 1) * sizeof *ex);
 			if (!ex)

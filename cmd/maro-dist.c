@@ -32,7 +32,7 @@
 static void
 usage(void)
 {
-	printf("usage: %s -n NAME [-g GROUP] [--registry URL] [--type TYPE] [--takeover]\n"
+	printf("usage: %s -n NAME [-g GROUP] [--registry URL] [--keyfile FILE] [--type TYPE] [--takeover]\n"
 	    "          [--raw] (--on EVENT CMD | --co EVENT CMD | --on EVENT --exit)...\n"
 	    "          [-W DUR] [-q] [-v]\n"
 	    "       %s -h | -V\n", maro_progname, maro_progname);
@@ -72,7 +72,7 @@ struct dist {
 	struct maro_ctx *c;
 	struct maro_inbox *ib;
 	struct maro_outbox *ob;
-	const char *name, *group, *registry;
+	const char *name, *group, *registry, *keyfile;
 	int raw, quiet;
 	struct handler h[MAX_HANDLERS];
 	int nh;
@@ -105,6 +105,8 @@ env_for(struct dist *d, struct handler *h)
 	setenv("MARO_EVENT", h->text, 1);
 	if (d->registry)
 		setenv("MARO_REGISTRY", d->registry, 1);
+	if (d->keyfile)
+		setenv("MARO_KEYFILE", d->keyfile, 1);
 }
 
 /* fork + exec sh -c CMD with stdin from in_fd and stdout to out_fd */
@@ -579,6 +581,7 @@ main(int argc, char **argv)
 		{ "name", required_argument, NULL, 'n' },
 		{ "group", required_argument, NULL, 'g' },
 		{ "registry", required_argument, NULL, 'R' },
+		{ "keyfile", required_argument, NULL, 'k' },
 		{ "type", required_argument, NULL, 'T' },
 		{ "takeover", no_argument, NULL, 'K' },
 		{ "on", required_argument, NULL, 'o' },
@@ -610,6 +613,7 @@ main(int argc, char **argv)
 		case 'n': d.name = optarg; break;
 		case 'g': co.group = optarg; break;
 		case 'R': co.registry_url = optarg; break;
+		case 'k': co.keyfile = optarg; break;
 		case 'T': type = optarg; break;
 		case 'K': takeover = 1; break;
 		case 'o':
@@ -655,6 +659,7 @@ main(int argc, char **argv)
 	if (!maro_name_valid(d.name))
 		maro_usage_error("invalid name '%s'", d.name);
 	d.registry = co.registry_url ? co.registry_url : getenv("MARO_REGISTRY");
+	d.keyfile = co.keyfile;
 
 	maro_cli_catch_signals();
 	d.c = maro_ctx_open(&co, errbuf, sizeof errbuf);
@@ -712,6 +717,7 @@ main(int argc, char **argv)
 		}
 		if (now >= next_hb) {
 			maro_registry_heartbeat(d.c->reg);
+			maro_cli_report_rejected(d.c);
 			next_hb = now + 1000000;
 		}
 		if (!stop && d.nheld < MAX_HELD)

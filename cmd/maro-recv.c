@@ -16,7 +16,7 @@
 static void
 usage(void)
 {
-	printf("usage: %s -n NAME [-g GROUP] [--registry URL] [--type TYPE] [--takeover]\n"
+	printf("usage: %s -n NAME [-g GROUP] [--registry URL] [--keyfile FILE] [--type TYPE] [--takeover]\n"
 	    "          [-f cbor|json|diag|payload] [-C N] [-W DUR] [--idle-timeout DUR]\n"
 	    "          [--tag TAG]... [--from PREFIX]... [--session ID]... [--sessions-from FILE]\n"
 	    "          [--advertise HOST] [--max-size BYTES] [-q] [-v]\n"
@@ -24,7 +24,7 @@ usage(void)
 }
 
 enum {
-	OPT_REGISTRY = 256, OPT_TYPE, OPT_TAKEOVER, OPT_IDLE, OPT_TAG, OPT_FROM,
+	OPT_REGISTRY = 256, OPT_KEYFILE, OPT_TYPE, OPT_TAKEOVER, OPT_IDLE, OPT_TAG, OPT_FROM,
 	OPT_SESSION, OPT_SESSIONS_FROM, OPT_ADVERTISE, OPT_MAX_SIZE,
 };
 
@@ -32,6 +32,7 @@ static const struct option longopts[] = {
 	{ "name", required_argument, NULL, 'n' },
 	{ "group", required_argument, NULL, 'g' },
 	{ "registry", required_argument, NULL, OPT_REGISTRY },
+	{ "keyfile", required_argument, NULL, OPT_KEYFILE },
 	{ "type", required_argument, NULL, OPT_TYPE },
 	{ "takeover", no_argument, NULL, OPT_TAKEOVER },
 	{ "format", required_argument, NULL, 'f' },
@@ -156,6 +157,7 @@ main(int argc, char **argv)
 		case 'n': name = optarg; break;
 		case 'g': co.group = optarg; break;
 		case OPT_REGISTRY: co.registry_url = optarg; break;
+		case OPT_KEYFILE: co.keyfile = optarg; break;
 		case OPT_TYPE: type = optarg; break;
 		case OPT_TAKEOVER: takeover = 1; break;
 		case 'f': fmt = maro_cli_format(optarg); break;
@@ -261,6 +263,7 @@ main(int argc, char **argv)
 				status = MARO_EXIT_INCOMPLETE;
 				break;
 			}
+			maro_cli_report_rejected(c);
 			next_hb = now + 1000000;
 		}
 		if (!stop && now >= deadline) {

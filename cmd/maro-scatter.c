@@ -22,14 +22,14 @@
 static void
 usage(void)
 {
-	printf("usage: %s [-P PREFIX] [-n NAME] [-g GROUP] [--registry URL] [-e TYPE=N]...\n"
+	printf("usage: %s [-P PREFIX] [-n NAME] [-g GROUP] [--registry URL] [--keyfile FILE] [-e TYPE=N]...\n"
 	    "          [--window N] [--ordered] [--async] [-t TAG [--json-lines]]\n"
 	    "          [-W DUR] [-f cbor|json|diag|payload] [-q] [-v] < tasks\n"
 	    "       %s -h | -V\n", maro_progname, maro_progname);
 }
 
 enum {
-	OPT_REGISTRY = 256, OPT_WINDOW, OPT_ORDERED, OPT_ASYNC, OPT_JSON_LINES, OPT_ADVERTISE,
+	OPT_REGISTRY = 256, OPT_KEYFILE, OPT_WINDOW, OPT_ORDERED, OPT_ASYNC, OPT_JSON_LINES, OPT_ADVERTISE,
 	OPT_MAX_SIZE,
 };
 
@@ -38,6 +38,7 @@ static const struct option longopts[] = {
 	{ "name", required_argument, NULL, 'n' },
 	{ "group", required_argument, NULL, 'g' },
 	{ "registry", required_argument, NULL, OPT_REGISTRY },
+	{ "keyfile", required_argument, NULL, OPT_KEYFILE },
 	{ "expect", required_argument, NULL, 'e' },
 	{ "window", required_argument, NULL, OPT_WINDOW },
 	{ "ordered", no_argument, NULL, OPT_ORDERED },
@@ -448,6 +449,7 @@ main(int argc, char **argv)
 		case 'n': s.name = optarg; break;
 		case 'g': co.group = optarg; break;
 		case OPT_REGISTRY: co.registry_url = optarg; break;
+		case OPT_KEYFILE: co.keyfile = optarg; break;
 		case 'e':
 			ex = xrealloc(ex, (nex + 1) * sizeof *ex);
 			if (maro_expect_parse(optarg, &ex[nex++]) < 0)

@@ -18,7 +18,7 @@
 static void
 usage(void)
 {
-	printf("usage: %s [-n NAME] [-g GROUP] [--registry URL] [-p PEER]... [-P PREFIX]\n"
+	printf("usage: %s [-n NAME] [-g GROUP] [--registry URL] [--keyfile FILE] [-p PEER]... [-P PREFIX]\n"
 	    "          [-e TYPE=N]... [--async] [-W DUR] [-f cbor|json|diag|payload]\n"
 	    "          [--window N] [--advertise HOST] [--max-size BYTES] [-q] [-v] < messages\n"
 	    "       %s -t TAG [-d DATA]... [--json JSON] [--task|--notification] [OPTIONS]\n"
@@ -26,7 +26,7 @@ usage(void)
 }
 
 enum {
-	OPT_REGISTRY = 256, OPT_JSON, OPT_TASK, OPT_NOTIFICATION, OPT_ASYNC, OPT_WINDOW,
+	OPT_REGISTRY = 256, OPT_KEYFILE, OPT_JSON, OPT_TASK, OPT_NOTIFICATION, OPT_ASYNC, OPT_WINDOW,
 	OPT_ADVERTISE, OPT_MAX_SIZE,
 };
 
@@ -34,6 +34,7 @@ static const struct option longopts[] = {
 	{ "name", required_argument, NULL, 'n' },
 	{ "group", required_argument, NULL, 'g' },
 	{ "registry", required_argument, NULL, OPT_REGISTRY },
+	{ "keyfile", required_argument, NULL, OPT_KEYFILE },
 	{ "peer", required_argument, NULL, 'p' },
 	{ "prefix", required_argument, NULL, 'P' },
 	{ "expect", required_argument, NULL, 'e' },
@@ -341,6 +342,7 @@ main(int argc, char **argv)
 		case 'n': s.name = optarg; break;
 		case 'g': co.group = optarg; break;
 		case OPT_REGISTRY: co.registry_url = optarg; break;
+		case OPT_KEYFILE: co.keyfile = optarg; break;
 		case 'p': push(&s.peers, &s.npeers, optarg); break;
 		case 'P': prefix = optarg; break;
 		case 'e':

@@ -20,17 +20,18 @@
 static void
 usage(void)
 {
-	printf("usage: %s [-n NAME] [-g GROUP] [--registry URL] [--type TYPE] [--takeover]\n"
+	printf("usage: %s [-n NAME] [-g GROUP] [--registry URL] [--keyfile FILE] [--type TYPE] [--takeover]\n"
 	    "          [-W DUR] [-f cbor|json|diag|payload] [-q] [-v] EVENT\n"
 	    "       %s -h | -V\n", maro_progname, maro_progname);
 }
 
-enum { OPT_REGISTRY = 256, OPT_TYPE, OPT_TAKEOVER, OPT_ADVERTISE };
+enum { OPT_REGISTRY = 256, OPT_KEYFILE, OPT_TYPE, OPT_TAKEOVER, OPT_ADVERTISE };
 
 static const struct option longopts[] = {
 	{ "name", required_argument, NULL, 'n' },
 	{ "group", required_argument, NULL, 'g' },
 	{ "registry", required_argument, NULL, OPT_REGISTRY },
+	{ "keyfile", required_argument, NULL, OPT_KEYFILE },
 	{ "type", required_argument, NULL, OPT_TYPE },
 	{ "takeover", no_argument, NULL, OPT_TAKEOVER },
 	{ "timeout", required_argument, NULL, 'W' },
@@ -181,6 +182,7 @@ main(int argc, char **argv)
 		case 'n': name = optarg; break;
 		case 'g': co.group = optarg; break;
 		case OPT_REGISTRY: co.registry_url = optarg; break;
+		case OPT_KEYFILE: co.keyfile = optarg; break;
 		case OPT_TYPE: type = optarg; break;
 		case OPT_TAKEOVER: takeover = 1; break;
 		case 'W': timeout = maro_cli_duration("-W", optarg); break;
@@ -271,6 +273,7 @@ main(int argc, char **argv)
 		}
 		if (now >= next_hb) {
 			maro_registry_heartbeat(c->reg);
+			maro_cli_report_rejected(c);
 			next_hb = now + 1000000;
 		}
 		wake = deadline < next_hb ? deadline : next_hb;

@@ -17,6 +17,7 @@
 #include "cli.h"
 #include "expect.h"
 #include "registry.h"
+#include "transport.h"
 
 const char *maro_progname = "maro";
 int maro_verbose;
@@ -272,4 +273,17 @@ maro_cli_expect_wait(struct maro_registry *r, struct maro_expect *e, size_t n, i
 	if (shown)
 		fputc('\n', stderr);
 	return 0;
+}
+
+void
+maro_cli_report_rejected(struct maro_ctx *c)
+{
+	static unsigned long seen;
+	char addr[64];
+	unsigned long n = maro_ctx_rejected(c, addr, sizeof addr);
+
+	if (n > seen)
+		maro_warn("rejected %lu connection%s without the group key (last: %s); still serving",
+		    n - seen, n - seen == 1 ? "" : "s", addr);
+	seen = n;
 }

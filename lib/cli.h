@@ -82,4 +82,12 @@ int64_t maro_now_us(void);
  */
 int maro_cli_close_stdout(int status);
 
+/*
+ * Warns once about peers rejected for want of the group key since the last
+ * call (transport.h, maro_ctx_rejected): how many, and the last address.
+ * Inbox tools call it about once a second.
+ */
+struct maro_ctx;
+void maro_cli_report_rejected(struct maro_ctx *c);
+
 #endif

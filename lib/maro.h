@@ -7,6 +7,7 @@
 #include "cborseq.h"
 #include "cli.h"
 #include "convert.h"
+#include "curve.h"
 #include "expect.h"
 #include "format.h"
 #include "inbox.h"

@@ -54,6 +54,7 @@ maro_ctx_open(const struct maro_ctx_opts *o, char *errbuf, size_t errlen)
 	const char *group = o->group ? o->group : getenv("MARO_GROUP");
 	const char *adv = o->advertise ? o->advertise : getenv("MARO_ADVERTISE");
 	const char *tr = o->transport ? o->transport : getenv("MARO_TRANSPORT");
+	const char *kf = o->keyfile ? o->keyfile : getenv("MARO_KEYFILE");
 	const char *local;
 
 	if (!c)
@@ -71,6 +72,15 @@ maro_ctx_open(const struct maro_ctx_opts *o, char *errbuf, size_t errlen)
 		seterr(errbuf, errlen, "invalid transport '%s' (tcp or ipc)", tr);
 		errno = EINVAL;
 		goto fail;
+	}
+	if (kf && *kf) {
+		c->key = malloc(sizeof *c->key);
+		if (!c->key)
+			goto fail;
+		if (maro_curve_load(kf, c->key, errbuf, errlen) < 0) {
+			errno = EINVAL;
+			goto fail;
+		}
 	}
 	snprintf(c->group, sizeof c->group, "%s", group);
 	c->driver = &maro_driver_zmq;
@@ -100,13 +110,23 @@ maro_ctx_open(const struct maro_ctx_opts *o, char *errbuf, size_t errlen)
 		seterr(errbuf, errlen, "cannot create a ZeroMQ context: %s", zmq_strerror(errno));
 		goto fail;
 	}
+	if (c->key && !(c->zap = maro_zap_start(c->zmq, c->key->public_z85))) {
+		seterr(errbuf, errlen, "cannot start the authentication handler: %s", zmq_strerror(errno));
+		goto fail;
+	}
 	return c;
 fail:
 	{
 		int e = errno;
 
+		if (c->zmq)
+			zmq_ctx_term(c->zmq);
 		if (c->reg)
 			maro_registry_close(c->reg);
+		if (c->key) {
+			maro_curve_wipe(c->key);
+			free(c->key);
+		}
 		free(c);
 		errno = e;
 	}
@@ -122,7 +142,18 @@ maro_ctx_close(struct maro_ctx *c)
 		maro_registry_close(c->reg);
 	if (c->zmq)
 		zmq_ctx_term(c->zmq);
+	maro_zap_join(c->zap);
+	if (c->key) {
+		maro_curve_wipe(c->key);
+		free(c->key);
+	}
 	free(c);
+}
+
+unsigned long
+maro_ctx_rejected(struct maro_ctx *c, char *addr, size_t addrlen)
+{
+	return maro_zap_rejected(c->zap, addr, addrlen);
 }
 
 int
@@ -214,6 +245,14 @@ zmq_bind_inbox(struct maro_ctx *c, char endpoint[MARO_ENDPOINT_MAX + 1])
 	if (!z)
 		return NULL;
 	zmq_setsockopt(z->s, ZMQ_ROUTER_MANDATORY, &one, sizeof one);
+	if (c->key) {
+		zmq_setsockopt(z->s, ZMQ_ZAP_DOMAIN, c->group, strlen(c->group));
+		if (zmq_setsockopt(z->s, ZMQ_CURVE_SERVER, &one, sizeof one) < 0 ||
+		    zmq_setsockopt(z->s, ZMQ_CURVE_SECRETKEY, c->key->secret_z85, MARO_Z85_KEY + 1) < 0) {
+			zmq_close_sock(z, 0);
+			return NULL;
+		}
+	}
 	if (c->use_ipc) {
 		mkdir(c->ipc_dir, 0700);
 		snprintf(want, sizeof want, "ipc://%s/s.%ld.%u", c->ipc_dir, (long)getpid(), c->serial++);
@@ -225,7 +264,8 @@ zmq_bind_inbox(struct maro_ctx *c, char endpoint[MARO_ENDPOINT_MAX + 1])
 		snprintf(want, sizeof want, "tcp://%s:*", c->advertise);
 	}
 	if (zmq_bind(z->s, want) < 0 ||
-	    zmq_getsockopt(z->s, ZMQ_LAST_ENDPOINT, endpoint, &len) < 0) {
+	    zmq_getsockopt(z->s, ZMQ_LAST_ENDPOINT, endpoint, &len) < 0 ||
+	    (c->zap && maro_zap_watch(c->zap, c->zmq, z->s) < 0)) {
 		int e = errno;
 
 		zmq_close_sock(z, 0);
@@ -247,6 +287,13 @@ zmq_connect_outbox(struct maro_ctx *c, const char *endpoint)
 	zmq_setsockopt(z->s, ZMQ_IMMEDIATE, &one, sizeof one);
 	zmq_setsockopt(z->s, ZMQ_RECONNECT_IVL, &ivl, sizeof ivl);
 	zmq_setsockopt(z->s, ZMQ_RECONNECT_IVL_MAX, &max, sizeof max);
+	if (c->key &&
+	    (zmq_setsockopt(z->s, ZMQ_CURVE_SERVERKEY, c->key->public_z85, MARO_Z85_KEY + 1) < 0 ||
+	     zmq_setsockopt(z->s, ZMQ_CURVE_PUBLICKEY, c->key->public_z85, MARO_Z85_KEY + 1) < 0 ||
+	     zmq_setsockopt(z->s, ZMQ_CURVE_SECRETKEY, c->key->secret_z85, MARO_Z85_KEY + 1) < 0)) {
+		zmq_close_sock(z, 0);
+		return NULL;
+	}
 	if (zmq_connect(z->s, endpoint) < 0) {
 		int e = errno;
 

@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "cborseq.h"
+#include "curve.h"
 #include "registry.h"
 
 #define MARO_FRAME_HEADER 4
@@ -42,6 +43,8 @@ struct maro_ctx {
 	size_t window;				/* unacknowledged messages per peer */
 	int64_t retry_us;			/* resend an unacknowledged message after this */
 	unsigned serial;			/* for unique ipc paths */
+	struct maro_curve_key *key;		/* the group key (CURVE), or NULL */
+	struct maro_zap *zap;			/* admits holders of key */
 };
 
 struct maro_ctx_opts {
@@ -51,14 +54,22 @@ struct maro_ctx_opts {
 	const char *transport;		/* NULL: $MARO_TRANSPORT: "tcp" or "ipc" */
 	size_t max_message;		/* 0: 16 MiB */
 	size_t window;			/* 0: 4096 */
+	const char *keyfile;		/* NULL: $MARO_KEYFILE; NULL or "": no CURVE */
 };
 
 /*
  * Opens the registry and the ZeroMQ context.  NULL on failure with errno and
- * a message in errbuf (registry unreachable: ECONNREFUSED and friends).
+ * a message in errbuf (registry unreachable: ECONNREFUSED and friends; a
+ * bad group, transport or key file: EINVAL).  With a key file every socket
+ * uses CURVE (curve.h).
  */
 struct maro_ctx *maro_ctx_open(const struct maro_ctx_opts *o, char *errbuf, size_t errlen);
 void maro_ctx_close(struct maro_ctx *c);
+/*
+ * Clients rejected for want of the group key so far (0 without CURVE), and
+ * the address of the last one.
+ */
+unsigned long maro_ctx_rejected(struct maro_ctx *c, char *addr, size_t addrlen);
 
 /*
  * The protocol driver: bind, connect, send and receive frames.  Sockets are

@@ -85,6 +85,7 @@ main(int argc, char **argv)
 	test_convert();
 	test_registry();
 	test_event();
+	test_curve();
 	printf("unit: %d passed, %d failed\n", unit_passed, unit_failed);
 	return unit_failed ? 1 : 0;
 }

@@ -18,6 +18,7 @@ void test_cli(void);
 void test_convert(void);
 void test_registry(void);
 void test_event(void);
+void test_curve(void);
 
 /* Fixtures the bats suites run as "unit-tests NAME ARGS". */
 int fixture_hostile(const char *endpoint);

@@ -1,0 +1,167 @@
+#!/usr/bin/env bats
+# backends: dir redis
+# Security: the group key (CURVE) keeps out whoever lacks it, and Redis
+# credentials are never shown.
+
+load helpers
+
+setup_file() { redis_setup_file; }
+teardown_file() { redis_teardown_file; }
+setup() {
+	use_registry
+	cd "$BATS_TEST_TMPDIR"
+	unset MARO_KEYFILE
+	maro-keygen group.key
+}
+teardown() { default_teardown; }
+
+backend() { [ "${MARO_TEST_BACKEND:-dir}" = "$1" ]; }
+redis_port() { cat "$BATS_FILE_TMPDIR/redis/redis.port"; }
+
+# keyed_recv NAME COUNT [OPTION]: a receiver with the group key, once it is
+# live; payloads in NAME.out, stderr in NAME.err.  RECV is its bg pid.
+keyed_recv() {
+	bg 60 maro-recv --keyfile group.key -n "$1" -C "$2" -W 50s -f payload ${3:+"$3"} > "$1.out" 2> "$1.err"
+	RECV=$BG_PID
+	wait_until 10 is_live "$1"
+}
+
+@test "maro-keygen: a 0600 file with a key pair, never overwritten" {
+	[ "$(stat -c %a group.key)" = 600 ]
+	[ "$(grep -cE '^(public|secret) = .{40}$' group.key)" -eq 2 ]
+	cp group.key before
+	run maro-keygen group.key
+	assert_failure 2
+	assert_output "maro-keygen: cannot create 'group.key': File exists"
+	cmp group.key before
+	maro-keygen other.key
+	! cmp -s group.key other.key
+	run maro-keygen
+	assert_failure 2
+	run maro-keygen a b
+	assert_failure 2
+	run maro-keygen "$BATS_TEST_TMPDIR/no/such/dir/k"
+	assert_failure 70
+	assert_output --partial 'No such file or directory'
+}
+
+@test "a key file others may read, a broken one or a missing one: exit 2, the key never shown" {
+	chmod 640 group.key
+	run maro-recv --keyfile group.key -n w -C 1 -W 1s
+	assert_failure 2
+	assert_output "maro-recv: key file 'group.key' is accessible by others (mode 640): chmod 600 it"
+	MARO_KEYFILE=group.key run maro-send --notification -t x -d 1 -p w -W 1s
+	assert_failure 2
+	assert_output --partial "is accessible by others"
+	chmod 600 group.key
+	secret=$(sed -n 's/^secret = //p' group.key)
+	maro-keygen other.key
+	{ grep '^public' other.key; grep '^secret' group.key; } > bad.key
+	chmod 600 bad.key
+	run maro-send --keyfile bad.key --notification -t x -d 1 -p w -W 1s
+	assert_failure 2
+	assert_output --partial "the public key does not belong to the secret key"
+	refute_output --partial "$secret"
+	printf 'hello\n' > junk.key
+	chmod 600 junk.key
+	run maro-recv --keyfile junk.key -n w -C 1 -W 1s
+	assert_failure 2
+	assert_output --partial "not a maro key file"
+	run maro-recv --keyfile missing.key -n w -C 1 -W 1s
+	assert_failure 2
+	assert_output "maro-recv: cannot open key file 'missing.key': No such file or directory"
+}
+
+@test "with the key messages go through; without it a sender cannot deliver, and the receiver says so and keeps serving" {
+	keyed_recv w 2
+	run timeout 20 maro-send --keyfile group.key --notification -t x -d first -p w -W 10s
+	assert_success
+	run timeout 20 maro-send --notification -t x -d intruder -p w -W 2s
+	assert_failure 124
+	assert_output --partial "not delivered to 'w'"
+	maro-keygen another.key
+	run timeout 20 maro-send --keyfile another.key --notification -t x -d other-group -p w -W 2s
+	assert_failure 124
+	MARO_KEYFILE=group.key run timeout 20 maro-send --notification -t x -d second -p w -W 10s
+	assert_success
+	wait_exit "$RECV" 20
+	[ "$status" -eq 0 ]
+	[ "$(cat w.out)" = "$(printf 'first\nsecond')" ]
+	grep -q "maro-recv: rejected [0-9]* connections\? without the group key" w.err
+}
+
+@test "a name registered by a process without the key receives nothing" {
+	# the intruder takes the name over; keyed senders cannot hand it anything
+	bg 30 maro-recv -n w --takeover -C 1 -W 20s -f payload > intruder.out 2> intruder.err
+	intruder=$BG_PID
+	wait_until 10 is_live w
+	run timeout 20 maro-send --keyfile group.key --notification -t x -d for-members-only -p w -W 2s
+	assert_failure 124
+	[ ! -s intruder.out ]
+	# the member takes its name back: the next keyed message is its
+	keyed_recv w 1 --takeover
+	run timeout 20 maro-send --keyfile group.key --notification -t x -d for-members-only -p w -W 10s
+	assert_success
+	wait_exit "$RECV" 20
+	[ "$(cat w.out)" = for-members-only ]
+	[ ! -s intruder.out ]
+}
+
+@test "on the wire: plaintext without the key, none with it" {
+	command -v strace > /dev/null || skip "strace is not installed"
+	export MARO_TRANSPORT=tcp
+	keyed_recv w 1
+	bg 60 maro-recv -n open -C 1 -W 50s -f payload > open.out
+	open=$BG_PID
+	wait_until 10 is_live open
+	run strace -f -qq -s 65536 -e trace=network,write -o plain.trace \
+		maro-send --notification -t x -d MARKER-plain-1234 -p open -W 10s
+	assert_success
+	grep -q 'MARKER-plain-1234' plain.trace	# the check can see plaintext
+	run strace -f -qq -s 65536 -e trace=network,write -o curve.trace \
+		maro-send --keyfile group.key --notification -t x -d MARKER-curve-5678 -p w -W 10s
+	assert_success
+	grep -q 'sendto\|write' curve.trace
+	! grep -q 'MARKER-curve' curve.trace
+	wait_exit "$RECV" 20
+	[ "$(cat w.out)" = MARKER-curve-5678 ]
+}
+
+@test "maro-dist passes the key file to its handlers" {
+	bg 60 maro-dist -n w --keyfile group.key --raw \
+		--on 'boss:ask:1' 'maro-send --notification -t answer -d "$MARO_KEYFILE" -p boss -W 10s > /dev/null; echo done'
+	wait_until 10 is_live w
+	keyed_recv boss 1
+	run timeout 20 maro-send --keyfile group.key -n boss -p w -t ask -d go -W 10s -f payload
+	assert_success
+	assert_output done
+	wait_exit "$RECV" 20
+	[ "$(cat boss.out)" = group.key ]
+}
+
+@test "redis: the password works from the URL and the environment, is never shown, never in a child's arguments" {
+	backend redis || skip "redis backend only"
+	port=$(redis_port)
+	user="sec-$$"
+	redis-cli -p "$port" ACL SETUSER "$user" on '>pw-s3cret' '~*' '+@all' > /dev/null
+	url="redis://$user:pw-s3cret@127.0.0.1:$port/0"
+	bg 60 maro-dist --registry "$url" -n w --raw --on 'boss:ask:1' 'tr "\0" " " < /proc/$$/cmdline; echo'
+	MARO_REGISTRY=$url wait_until 10 is_live w
+	MARO_REDIS_PASSWORD=wrong run timeout 20 maro-send -n boss --registry "redis://$user:@127.0.0.1:$port/0" \
+		-p w -t ask -d x -W 10s -f payload
+	assert_failure 69
+	assert_output "maro-send: redis authentication failed at 127.0.0.1:$port"
+	refute_output --partial pw-s3cret
+	MARO_REDIS_PASSWORD=pw-s3cret run timeout 20 maro-send -n boss --registry "redis://$user:@127.0.0.1:$port/0" \
+		-p w -t ask -d x -W 10s -f payload
+	assert_success
+	assert_output --partial 'sh -c'
+	refute_output --partial pw-s3cret
+	run timeout 20 maro-recv --registry "redis://$user:wrong@127.0.0.1:$port/0" -n r -C 1 -W 2s
+	assert_failure 69
+	assert_output "maro-recv: redis authentication failed at 127.0.0.1:$port"
+	run maro-send --registry "redis://$user:pw-s3cret@127.0.0.1:$port/0" --no-such-flag
+	assert_failure 2
+	refute_output --partial pw-s3cret
+	redis-cli -p "$port" ACL DELUSER "$user" > /dev/null
+}
