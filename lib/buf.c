@@ -128,6 +128,13 @@ maro_buf_cbor_text(struct maro_buf *b, const char *s, size_t n)
 {
 	if (maro_buf_reserve(b, n + 9) < 0)
 		return -1;
-	maro_buf_cbor_head(b, 3, n);
-	return maro_buf_append(b, s, n);
+	/* room is made: the head and the bytes go straight in */
+	if (n < 24)
+		b->p[b->len++] = (uint8_t)(0x60 | n);
+	else
+		b->len += cbor_encode_string_start(n, b->p + b->len, 9);
+	if (n)
+		memcpy(b->p + b->len, s, n);
+	b->len += n;
+	return 0;
 }

@@ -386,8 +386,7 @@ maro_inbox_next(struct maro_inbox *ib, struct maro_delivery *d)
 		d->peer = ib->frame_peer;
 		d->seq = seq;
 		ib->pos += len;
-		if (maro_cbor_check(d->p, d->n, &ib->c->limits, &err) < 0 ||
-		    maro_msg_decode(&d->msg, d->p, d->n, &err) < 0) {
+		if (maro_msg_decode_checked(&d->msg, d->p, d->n, &ib->c->limits, &err) < 0) {
 			ib->rejected++;
 			continue;
 		}

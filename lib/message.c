@@ -99,10 +99,20 @@ utf8_valid(const uint8_t *s, size_t n)
 	size_t i = 0;
 
 	while (i < n) {
-		uint8_t c = s[i];
+		uint8_t c;
 		size_t k;
 		uint32_t cp;
+		uint64_t w;
 
+		/* ASCII eight bytes at a time */
+		if (n - i >= 8) {
+			memcpy(&w, s + i, 8);
+			if (!(w & 0x8080808080808080ull)) {
+				i += 8;
+				continue;
+			}
+		}
+		c = s[i];
 		if (c < 0x80) {
 			i++;
 			continue;
@@ -147,15 +157,96 @@ bad(struct maro_err *err, size_t off, const char *fmt, ...)
 	return -1;
 }
 
+/*
+ * Length of the item at p, which the scanner found well-formed: a walk over
+ * the heads, bounds-checked all the same (0 for anything amiss).
+ */
+static size_t
+skip(const uint8_t *p, size_t n, unsigned depth)
+{
+	unsigned major, ai;
+	uint64_t v, i;
+	size_t h, pos, k;
+
+	if (!n || depth > MARO_CBOR_MAX_DEPTH_LIMIT)
+		return 0;
+	ai = p[0] & 31;
+	if (ai >= 28 && ai != 31)
+		return 0;
+	h = head(p, n, &major, &v);
+	if (!h)
+		return 0;
+	switch (major) {
+	case 0:
+	case 1:
+		return ai == 31 ? 0 : h;
+	case 7:
+		return ai == 31 ? 0 : h;	/* a break out of place */
+	case 2:
+	case 3:
+		if (v != UINT64_MAX)
+			return v <= n - h ? h + (size_t)v : 0;
+		for (pos = h; pos < n; pos += k) {
+			if (p[pos] == 0xff)
+				return pos + 1;
+			if ((unsigned)(p[pos] >> 5) != major || (p[pos] & 31) == 31)
+				return 0;
+			if (!(k = skip(p + pos, n - pos, depth + 1)))
+				return 0;
+		}
+		return 0;
+	case 4:
+	case 5:
+		pos = h;
+		if (v == UINT64_MAX) {
+			while (pos < n && p[pos] != 0xff) {
+				if (!(k = skip(p + pos, n - pos, depth + 1)))
+					return 0;
+				pos += k;
+			}
+			return pos < n ? pos + 1 : 0;
+		}
+		if (v > n)
+			return 0;	/* more items than bytes */
+		for (i = 0; i < (major == 5 ? 2 * v : v); i++) {
+			if (!(k = skip(p + pos, n - pos, depth + 1)))
+				return 0;
+			pos += k;
+		}
+		return pos;
+	default:	/* 6: a tag and its item */
+		if (ai == 31 || !(k = skip(p + h, n - h, depth + 1)))
+			return 0;
+		return h + k;
+	}
+}
+
+/* The nesting allowed inside a message's values (0: the scanner's maximum). */
+static __thread size_t item_depth;
+
 /* Length of the well-formed item at p. */
 static size_t
 item_len(const uint8_t *p, size_t n)
 {
 	static __thread struct maro_cbor_scan s;
-	struct maro_cbor_limits lim = { n ? n : 1, MARO_CBOR_MAX_DEPTH_LIMIT };
+	struct maro_cbor_limits lim = { n ? n : 1, item_depth ? item_depth : MARO_CBOR_MAX_DEPTH_LIMIT };
 	struct maro_err err;
 	size_t len;
 
+	/* integers and definite strings, every field but the payload: their head says */
+	if (n && (p[0] & 31) < 28 && (p[0] >> 5) <= 3) {
+		unsigned major;
+		uint64_t val;
+		size_t h = head(p, n, &major, &val);
+
+		if (!h)
+			return 0;
+		if (major <= 1)
+			return h;
+		return val <= n - h ? h + (size_t)val : 0;
+	}
+	if (!item_depth)
+		return skip(p, n, 0);
 	maro_cbor_scan_init(&s, &lim);
 	if (maro_cbor_scan(&s, p, n, &len, &err) != MARO_SCAN_DONE)
 		return 0;
@@ -190,8 +281,9 @@ enum_value(const uint8_t *p, size_t n, const char *const *names, int count)
 	return -1;
 }
 
-int
-maro_msg_decode(struct maro_msg *m, const uint8_t *p, size_t n, struct maro_err *err)
+/* Decodes the map at p; *end: where it ends (after the break of an indefinite map). */
+static int
+decode(struct maro_msg *m, const uint8_t *p, size_t n, size_t *end, struct maro_err *err)
 {
 	unsigned major;
 	uint64_t count, i;
@@ -199,7 +291,7 @@ maro_msg_decode(struct maro_msg *m, const uint8_t *p, size_t n, struct maro_err 
 	unsigned seen = 0;
 
 	memset(m, 0, sizeof *m);
-	h = n ? head(p, n, &major, &count) : 0;
+	h = n && ((p[0] & 31) < 28 || (p[0] & 31) == 31) ? head(p, n, &major, &count) : 0;
 	if (!h || major != 5)
 		return bad(err, 0, "item is not a map (a message is a CBOR map)");
 	pos = h;
@@ -210,8 +302,10 @@ maro_msg_decode(struct maro_msg *m, const uint8_t *p, size_t n, struct maro_err 
 
 		if (pos >= n)
 			return bad(err, pos, "truncated map");
-		if (count == UINT64_MAX && p[pos] == 0xff)
+		if (count == UINT64_MAX && p[pos] == 0xff) {
+			pos++;
 			break;
+		}
 		klen = item_len(p + pos, n - pos);
 		if (!klen)
 			return bad(err, pos, "malformed map key");
@@ -268,9 +362,42 @@ maro_msg_decode(struct maro_msg *m, const uint8_t *p, size_t n, struct maro_err 
 		}
 		pos += vlen;
 	}
+	*end = pos;
 	if (!m->tag.p)
 		return bad(err, 0, "message has no 'tag'");
 	return 0;
+}
+
+int
+maro_msg_decode(struct maro_msg *m, const uint8_t *p, size_t n, struct maro_err *err)
+{
+	size_t end;
+
+	return decode(m, p, n, &end, err);
+}
+
+int
+maro_msg_decode_checked(struct maro_msg *m, const uint8_t *p, size_t n,
+    const struct maro_cbor_limits *lim, struct maro_err *err)
+{
+	size_t depth = lim->max_depth ? lim->max_depth : MARO_CBOR_DEFAULT_MAX_DEPTH, end = 0;
+	int rc;
+
+	if (depth < 2 || depth > MARO_CBOR_MAX_DEPTH_LIMIT) {
+		/* no room for the shortcut: check, then decode */
+		if (maro_cbor_check(p, n, lim, err) < 0)
+			return -1;
+		return decode(m, p, n, &end, err);
+	}
+	if (lim->max_item && n > lim->max_item)
+		return bad(err, 0, "item of %zu bytes exceeds the limit of %zu", n, lim->max_item);
+	/* the map is one level: its keys and values get the rest */
+	item_depth = depth - 1;
+	rc = decode(m, p, n, &end, err);
+	item_depth = 0;
+	if (rc == 0 && end != n)
+		return bad(err, end, end < n ? "trailing bytes after the CBOR item" : "truncated CBOR item");
+	return rc;
 }
 
 static int

@@ -73,6 +73,14 @@ struct maro_msg {
  * key, too many unknown keys.
  */
 int maro_msg_decode(struct maro_msg *m, const uint8_t *p, size_t n, struct maro_err *err);
+/*
+ * Decodes an item from an untrusted source in one pass: like checking it
+ * with maro_cbor_check(lim) (well-formed, exactly n bytes, within the size
+ * and nesting limits), then maro_msg_decode().  The messages of the two
+ * may differ; what is accepted does not.
+ */
+int maro_msg_decode_checked(struct maro_msg *m, const uint8_t *p, size_t n,
+    const struct maro_cbor_limits *lim, struct maro_err *err);
 /* Appends the encoded message to out.  Key order: the table above, then unknown keys. */
 int maro_msg_encode(const struct maro_msg *m, struct maro_buf *out);
 
