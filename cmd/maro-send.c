@@ -197,6 +197,13 @@ flush_staged(struct sender *s)
 	return 1;
 }
 
+/* MARO_MAX_PENDING sessions await replies: read no more input until some come. */
+static int
+too_many_owed(const struct sender *s)
+{
+	return s->rq.inbox && maro_requester_owed(&s->rq) >= s->c->max_pending;
+}
+
 /* One input message: fill it in, route it, stage a copy per destination.  0, or -1 with err. */
 static int
 take(struct sender *s, const uint8_t *p, size_t n, struct maro_err *err)
@@ -418,8 +425,8 @@ main(int argc, char **argv)
 
 		/* acknowledgements first: they make room for more input */
 		maro_outbox_run(s.ob);
-		/* take input while every window has room */
-		while (!input_done && flush_staged(&s)) {
+		/* take input while every window has room and replies are not too far behind */
+		while (!input_done && flush_staged(&s) && !too_many_owed(&s)) {
 			const uint8_t *p;
 			size_t n;
 			uint64_t off;
@@ -483,7 +490,7 @@ main(int argc, char **argv)
 			maro_registry_heartbeat(s.c->reg);
 			next_hb = now + 1000000;
 		}
-		if (!input_done && !from_flags && s.staged.len == 0) {
+		if (!input_done && !from_flags && s.staged.len == 0 && !too_many_owed(&s)) {
 			stdin_at = nitems;
 			items[nitems++] = (zmq_pollitem_t){ NULL, STDIN_FILENO, ZMQ_POLLIN, 0 };
 		}

@@ -46,6 +46,31 @@ host_address(char *out, size_t n)
 	}
 }
 
+/* *v, unless set: $NAME (LO..HI), else def.  -1/EINVAL on a bad value. */
+static int
+env_limit(const char *name, size_t *v, size_t lo, size_t hi, size_t def, char *errbuf, size_t errlen)
+{
+	const char *s = getenv(name);
+	unsigned long long x;
+	char *end;
+
+	if (*v)
+		return 0;
+	if (!s || !*s) {
+		*v = def;
+		return 0;
+	}
+	errno = 0;
+	x = strtoull(s, &end, 10);
+	if (errno || *end || *s == '-' || x < lo || x > hi) {
+		seterr(errbuf, errlen, "invalid %s '%s' (%zu to %zu)", name, s, lo, hi);
+		errno = EINVAL;
+		return -1;
+	}
+	*v = (size_t)x;
+	return 0;
+}
+
 struct maro_ctx *
 maro_ctx_open(const struct maro_ctx_opts *o, char *errbuf, size_t errlen)
 {
@@ -56,6 +81,7 @@ maro_ctx_open(const struct maro_ctx_opts *o, char *errbuf, size_t errlen)
 	const char *tr = o->transport ? o->transport : getenv("MARO_TRANSPORT");
 	const char *kf = o->keyfile ? o->keyfile : getenv("MARO_KEYFILE");
 	const char *local;
+	size_t depth = 0;
 
 	if (!c)
 		return NULL;
@@ -84,9 +110,14 @@ maro_ctx_open(const struct maro_ctx_opts *o, char *errbuf, size_t errlen)
 	}
 	snprintf(c->group, sizeof c->group, "%s", group);
 	c->driver = &maro_driver_zmq;
-	c->limits.max_item = o->max_message ? o->max_message : MARO_CBOR_DEFAULT_MAX_ITEM;
-	c->limits.max_depth = MARO_CBOR_DEFAULT_MAX_DEPTH;
-	c->window = o->window ? o->window : 4096;
+	c->limits.max_item = o->max_message;
+	c->window = o->window;
+	if (env_limit("MARO_MAX_SIZE", &c->limits.max_item, 64, (size_t)1 << 31, MARO_CBOR_DEFAULT_MAX_ITEM, errbuf, errlen) < 0 ||
+	    env_limit("MARO_MAX_DEPTH", &depth, 1, MARO_CBOR_MAX_DEPTH_LIMIT, MARO_CBOR_DEFAULT_MAX_DEPTH, errbuf, errlen) < 0 ||
+	    env_limit("MARO_WINDOW", &c->window, 1, 65536, 4096, errbuf, errlen) < 0 ||
+	    env_limit("MARO_MAX_PENDING", &c->max_pending, 1, (size_t)1 << 24, 65536, errbuf, errlen) < 0)
+		goto fail;
+	c->limits.max_depth = (unsigned)depth;
 	c->retry_us = 1000000;
 	c->reg = maro_registry_open(url, group, NULL, errbuf, errlen);
 	if (!c->reg)

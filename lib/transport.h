@@ -43,6 +43,7 @@ struct maro_ctx {
 	size_t window;				/* unacknowledged messages per peer */
 	int64_t retry_us;			/* resend an unacknowledged message after this */
 	unsigned serial;			/* for unique ipc paths */
+	size_t max_pending;			/* sessions awaiting replies, per requester */
 	struct maro_curve_key *key;		/* the group key (CURVE), or NULL */
 	struct maro_zap *zap;			/* admits holders of key */
 };
@@ -52,8 +53,9 @@ struct maro_ctx_opts {
 	const char *group;		/* NULL: $MARO_GROUP or "maro" */
 	const char *advertise;		/* NULL: $MARO_ADVERTISE or derived */
 	const char *transport;		/* NULL: $MARO_TRANSPORT: "tcp" or "ipc" */
-	size_t max_message;		/* 0: 16 MiB */
-	size_t window;			/* 0: 4096 */
+	size_t max_message;		/* 0: $MARO_MAX_SIZE, else 16 MiB */
+	size_t window;			/* 0: $MARO_WINDOW, else 4096 */
+	/* from the environment only: MARO_MAX_DEPTH (64), MARO_MAX_PENDING (65536) */
 	const char *keyfile;		/* NULL: $MARO_KEYFILE; NULL or "": no CURVE */
 };
 

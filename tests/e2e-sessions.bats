@@ -220,3 +220,18 @@ live() { maro-peers -f json | grep -c "\"$1" || :; }
 	assert_failure 69
 	assert_output --partial "no live peer matches 'nobody'"
 }
+
+@test "MARO_MAX_PENDING: a requester reads no more input while that many replies are owed" {
+	mute mute.1
+	wait_until 10 is_live mute.1
+	# three task requests go out and wait for replies; the other seven stay unread
+	MARO_MAX_PENDING=3 run timeout 30 sh -c 'for i in $(seq 10); do maro-msg -t q -d "$i" -p mute.1; done |
+		maro-send -W 2s'
+	[ "$status" -eq 124 ] || [ "$status" -eq 1 ]
+	[ "$(grep -c 'no reply in session' <<< "$output")" -eq 3 ]
+	assert_line 'maro-send: timed out: 0 not delivered, 3 replies missing'
+	run -2 env MARO_MAX_PENDING=0 maro-send -t q -d x -p mute.1
+	assert_output --partial "invalid MARO_MAX_PENDING '0'"
+	run -2 env MARO_WINDOW=big maro-recv -n w
+	assert_output --partial "invalid MARO_WINDOW 'big'"
+}

@@ -1,3 +1,4 @@
+#include <stdio.h>
 #include <string.h>
 
 #include "message.h"
@@ -63,9 +64,61 @@ test_bad(void)
 	CHECK(maro_msg_decode(&m, (const uint8_t *)"\xbf\x63tag\x61x\xff", 8, &err) == 0 && maro_str_eq(m.tag, "x"));
 }
 
+/* decode_checked accepts exactly what check + decode accept */
+static int
+same_verdict(const char *p, size_t n, size_t max_item, size_t depth)
+{
+	struct maro_cbor_limits lim = { max_item, depth };
+	struct maro_err err;
+	struct maro_msg a, b;
+	int two = maro_cbor_check((const uint8_t *)p, n, &lim, &err) == 0 &&
+	    maro_msg_decode(&a, (const uint8_t *)p, n, &err) == 0;
+	int one = maro_msg_decode_checked(&b, (const uint8_t *)p, n, &lim, &err) == 0;
+
+	if (one != two)
+		fprintf(stderr, "decode_checked %s what check + decode %s (%zu bytes, depth %zu)\n",
+		    one ? "accepts" : "rejects", two ? "accept" : "reject", n, depth);
+	return one == two && (!one || (a.payload.n == b.payload.n && a.nextra == b.nextra));
+}
+
+static void
+test_checked(void)
+{
+	static const struct { const char *p; size_t n; } cases[] = {
+		{ "\xa1\x63tag\x61x", 7 },
+		{ "\xa1\x63tag\x61x\x00", 8 },			/* trailing byte */
+		{ "\xa1\x63tag\x61", 6 },				/* truncated */
+		{ "\xa2\x63tag\x61x", 7 },				/* a pair short */
+		{ "\xbf\x63tag\x61x\xff", 8 },			/* indefinite */
+		{ "\xbf\x63tag\x61x", 7 },				/* no break */
+		{ "\xbf\x63tag\x61x\xff\xff", 9 },
+		{ "\xa2\x63tag\x61x\x67payload\x81\x81\x81\x01", 21 },	/* depth 4 */
+		{ "\xa2\x63tag\x61x\x67payload\x81\x81\x80", 20 },	/* empty one at depth 4 */
+		{ "\xa2\x63tag\x61x\x67payload\x5f\x41\x00\xff", 21 },	/* indefinite bytes */
+		{ "\xa2\x63tag\x61x\x67payload\x5f\x61\x00\xff", 21 },	/* wrong chunk */
+		{ "\xa2\x63tag\x61x\x67payload\x1c", 18 },		/* reserved ai */
+		{ "\xa2\x63tag\x61x\x67payload\x7c", 18 },
+		{ "\xbc\x63tag\x61x", 7 },				/* reserved map head */
+		{ "\xa2\x63tag\x61x\x81\x01\x02", 10 },		/* array key */
+		{ "\xa2\x63tag\x61x\x19\x01", 9 },			/* short int key */
+		{ "\xa2\x63tag\x61x\x67payload\xf9\x3c\x00", 20 },
+		{ "\xa2\x63tag\x61x\x67payload\xf8\x10", 19 },
+		{ "\xa2\x63tag\x61x\x67payload\xc1\x1a\x00\x00\x00\x01", 23 },
+	};
+	size_t i, depth;
+
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++)
+		for (depth = 1; depth <= 5; depth++)
+			CHECK(same_verdict(cases[i].p, cases[i].n, 1024, depth));
+	/* the size limit */
+	CHECK(same_verdict("\xa1\x63tag\x61x", 7, 7, 64));
+	CHECK(same_verdict("\xa1\x63tag\x61x", 7, 6, 64));
+}
+
 void
 test_message(void)
 {
 	test_roundtrip();
 	test_bad();
+	test_checked();
 }
