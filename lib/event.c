@@ -6,6 +6,9 @@
 
 #include "event.h"
 
+/* Parentheses and tuples recurse: a hostile expression must not exhaust the stack. */
+#define MAX_NESTING 256
+
 struct parser {
 	struct maro_event *e;
 	const char *s;
@@ -13,6 +16,7 @@ struct parser {
 	int col;
 	char *err;
 	size_t errlen;
+	int depth;
 };
 
 static int fail(struct parser *p, size_t at, const char *fmt, ...)
@@ -169,8 +173,13 @@ parse_primary(struct parser *p)
 	skip_space(p);
 	if (p->s[p->pos] == '(') {
 		size_t open = p->pos++;
-		int n = parse_or(p);
+		int n;
 
+		if (p->depth == MAX_NESTING)
+			return fail(p, open, "parentheses nested deeper than %d", MAX_NESTING);
+		p->depth++;
+		n = parse_or(p);
+		p->depth--;
 		if (n < 0)
 			return -1;
 		skip_space(p);
@@ -238,8 +247,13 @@ parse_tuple(struct parser *p)
 	for (;;) {
 		skip_space(p);
 		if (p->s[p->pos] == '(') {
-			int t = parse_tuple(p);
+			int t;
 
+			if (p->depth == MAX_NESTING)
+				return fail(p, p->pos, "tuples nested deeper than %d", MAX_NESTING);
+			p->depth++;
+			t = parse_tuple(p);
+			p->depth--;
 			if (t < 0)
 				return -1;
 			if (nitems == MARO_EVENT_MAX_UNITS)
@@ -297,7 +311,7 @@ parse_tuple(struct parser *p)
 int
 maro_event_parse(struct maro_event *e, const char *text, int *col, char *err, size_t errlen)
 {
-	struct parser p = { e, text, 0, 0, err, errlen };
+	struct parser p = { e, text, 0, 0, err, errlen, 0 };
 	int root;
 
 	memset(e, 0, sizeof *e);

@@ -1,3 +1,4 @@
+#include <stdio.h>
 #include <string.h>
 
 #include "event.h"
@@ -120,9 +121,35 @@ test_match(void)
 	CHECK(maro_event_match(&e, m, 1, live, take, NULL, NULL) == 0);
 }
 
+/* nesting is bounded: deep input is an error at its column, not a stack overflow */
+static void
+test_nesting(void)
+{
+	static char s[300 * 2 + 16];
+	struct maro_event e;
+	int col, i, n = 0;
+
+	for (i = 0; i < 256; i++)
+		s[n++] = '(';
+	n += sprintf(s + n, "a:t:1");
+	for (i = 0; i < 256; i++)
+		s[n++] = ')';
+	s[n] = '\0';
+	CHECK(parse(&e, s, &col) == 0 && e.nunits == 1);
+	n = 0;
+	for (i = 0; i < 257; i++)
+		s[n++] = '(';
+	n += sprintf(s + n, "a:t:1");
+	for (i = 0; i < 257; i++)
+		s[n++] = ')';
+	s[n] = '\0';
+	CHECK(parse(&e, s, &col) < 0 && col == 257);
+}
+
 void
 test_event(void)
 {
+	test_nesting();
 	test_parse();
 	test_match();
 }

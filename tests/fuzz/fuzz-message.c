@@ -1,0 +1,144 @@
+/*
+ * fuzz-message: the CBOR message decoder (maro_msg_decode, lib/message.h).
+ *
+ * Bytes the scanner accepts as one item are what a tool hands the decoder,
+ * so both run, as they do in the tools.  A decoded message must point into
+ * the input only, encode again into a well-formed item, and that item must
+ * decode to the same fields and encode to the same bytes.  The one-pass
+ * decoder for untrusted bytes must agree with the two passes.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cborseq.h"
+#include "message.h"
+
+#define REQUIRE(c) do { if (!(c)) abort(); } while (0)
+
+static void
+inside(const void *v, size_t n, const uint8_t *p, size_t size)
+{
+	const uint8_t *b = v;
+
+	if (!b)
+		return;
+	REQUIRE(b >= p && n <= size && b - p <= (ptrdiff_t)(size - n));
+}
+
+static int
+same_str(struct maro_str a, struct maro_str b)
+{
+	if (!a.p || !b.p)
+		return !a.p && !b.p;
+	return a.n == b.n && !memcmp(a.p, b.p, a.n);
+}
+
+static int
+same_span(struct maro_span a, struct maro_span b)
+{
+	if (!a.p || !b.p)
+		return !a.p && !b.p;
+	return a.n == b.n && !memcmp(a.p, b.p, a.n);
+}
+
+static void
+same_msg(const struct maro_msg *a, const struct maro_msg *b)
+{
+	size_t i;
+
+	REQUIRE(same_str(a->tag, b->tag));
+	REQUIRE(same_str(a->source, b->source));
+	REQUIRE(same_str(a->destination, b->destination));
+	REQUIRE(same_str(a->session_id, b->session_id));
+	REQUIRE(same_str(a->message_id, b->message_id));
+	REQUIRE(same_str(a->reply_to, b->reply_to));
+	REQUIRE(a->type == b->type && a->stage == b->stage);
+	REQUIRE(same_span(a->payload, b->payload));
+	REQUIRE(a->nextra == b->nextra);
+	for (i = 0; i < a->nextra; i++)
+		REQUIRE(same_span(a->extra[i], b->extra[i]));
+}
+
+/*
+ * maro_msg_decode_checked() in one pass accepts exactly what
+ * maro_cbor_check() then maro_msg_decode() accept, to the same message.
+ */
+static void
+one_pass(const uint8_t *data, size_t size)
+{
+	static const struct maro_cbor_limits lims[] = {
+		{ 0, 0 }, { 0, 1 }, { 0, 2 }, { 0, 3 }, { 0, 8 }, { 0, MARO_CBOR_MAX_DEPTH_LIMIT }, { 64, 0 },
+	};
+	struct maro_msg a, b;
+	struct maro_err err;
+	size_t i;
+
+	for (i = 0; i < sizeof lims / sizeof lims[0]; i++) {
+		int two = maro_cbor_check(data, size, &lims[i], &err) == 0 &&
+		    maro_msg_decode(&a, data, size, &err) == 0;
+		int one;
+
+		memset(&err, 0, sizeof err);
+		one = maro_msg_decode_checked(&b, data, size, &lims[i], &err) == 0;
+		if (!one)
+			REQUIRE(err.msg[0] && err.offset <= size);
+		REQUIRE(one == two);
+		if (one)
+			same_msg(&a, &b);
+	}
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct maro_msg m, m2;
+	struct maro_err err;
+	struct maro_buf out = { 0 }, out2 = { 0 };
+	size_t i;
+
+	one_pass(data, size);
+	if (maro_cbor_check(data, size, NULL, &err) < 0) {
+		REQUIRE(err.msg[0] && err.offset <= size);
+		return 0;
+	}
+	memset(&err, 0, sizeof err);
+	if (maro_msg_decode(&m, data, size, &err) < 0) {
+		REQUIRE(err.msg[0] && err.offset <= size);
+		return 0;
+	}
+	REQUIRE(m.tag.p && m.nextra <= MARO_MSG_MAX_EXTRA);
+	inside(m.tag.p, m.tag.n, data, size);
+	inside(m.source.p, m.source.n, data, size);
+	inside(m.destination.p, m.destination.n, data, size);
+	inside(m.session_id.p, m.session_id.n, data, size);
+	inside(m.message_id.p, m.message_id.n, data, size);
+	inside(m.reply_to.p, m.reply_to.n, data, size);
+	inside(m.payload.p, m.payload.n, data, size);
+	for (i = 0; i < m.nextra; i++)
+		inside(m.extra[i].p, m.extra[i].n, data, size);
+
+	REQUIRE(maro_msg_encode(&m, &out) == 0);
+	REQUIRE(maro_cbor_check(out.p, out.len, NULL, &err) == 0);
+	REQUIRE(maro_msg_decode(&m2, out.p, out.len, &err) == 0);
+	same_msg(&m, &m2);
+	REQUIRE(maro_msg_encode(&m2, &out2) == 0);
+	REQUIRE(out.len == out2.len && !memcmp(out.p, out2.p, out.len));
+
+	/* a reply made from it is a message too */
+	{
+		char id[MARO_UUID_LEN + 1];
+		struct maro_buf rep = { 0 };
+
+		maro_msg_make_reply(&m2, "fuzz", id);
+		REQUIRE(maro_msg_encode(&m2, &rep) == 0);
+		REQUIRE(maro_cbor_check(rep.p, rep.len, NULL, &err) == 0);
+		REQUIRE(maro_msg_decode(&m, rep.p, rep.len, &err) == 0);
+		maro_buf_free(&rep);
+	}
+	maro_buf_free(&out);
+	maro_buf_free(&out2);
+	return 0;
+}
