@@ -239,8 +239,13 @@ take(struct sender *s, const uint8_t *p, size_t n, struct maro_err *err)
 	if (!ntargets) {
 		struct maro_str to = !request && m.reply_to.p ? m.reply_to : m.destination;
 
-		if (!to.p || to.n > MARO_NAME_MAX) {
+		if (!to.p) {
 			snprintf(err->msg, sizeof err->msg, "message has no destination (use -p PEER)");
+			err->offset = 0;
+			return -1;
+		}
+		if (to.n > MARO_NAME_MAX) {
+			snprintf(err->msg, sizeof err->msg, "destination longer than %d bytes", MARO_NAME_MAX);
 			err->offset = 0;
 			return -1;
 		}
@@ -385,6 +390,8 @@ main(int argc, char **argv)
 		maro_usage_error("-d and --json do not go together");
 	if (prefix && s.npeers)
 		maro_usage_error("-p and -P do not go together");
+	if (prefix && (!maro_name_valid(prefix) || prefix[0] == '~'))
+		maro_usage_error("invalid prefix '%s'", prefix);
 	if (s.name && !maro_name_valid(s.name))
 		maro_usage_error("invalid name '%s'", s.name);
 	for (size_t i = 0; i < s.npeers; i++)
