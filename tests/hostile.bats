@@ -370,7 +370,7 @@ restore_entry() {
 	for args in "maro-recv -n $bad" "maro-recv -n $long" "maro-recv -g $bad -n a" \
 		"maro-send -p $bad -t x -d y" "maro-send -p $long -t x -d y" "maro-send -n $bad -p a -t x -d y" \
 		"maro-wait-event -n $bad a:b:1" "maro-wait-event -n $long a:b:1" \
-		"maro-peers -g $bad" "maro-peers -P $bad" "maro-msg -t $bad -d y"; do
+		"maro-peers -g $bad" "maro-peers -P $bad" "maro-send -P $bad -t x -d y" "maro-msg -t $bad -d y"; do
 		run timeout 10 $args
 		[ "$status" -eq 2 ] || { echo "exit $status: $args" >&2; false; }
 		assert_output --regexp "invalid|not valid UTF-8"
@@ -387,7 +387,7 @@ restore_entry() {
 	printf '{"tag":"t","session_type":"notification","destination":"%s"}\n' "$long" | maro-msg -i json > long.cbor
 	run timeout 10 maro-send -W 1s < long.cbor
 	assert_failure 65
-	assert_output --partial "byte offset 0"
+	assert_output --partial "byte offset 0: destination longer than 128 bytes"
 }
 
 @test "10000 messages with one message_id: the sender completes, the receiver hands on exactly one" {
