@@ -20,6 +20,7 @@ static const char *const key_names[NKEYS] = {
 	"tag", "source", "destination", "session_type", "session_stage",
 	"session_id", "message_id", "reply_to", "payload",
 };
+static const unsigned char key_lens[NKEYS] = { 3, 6, 11, 12, 13, 10, 10, 8, 7 };
 
 const char *
 maro_session_type_name(enum maro_session_type t)
@@ -311,7 +312,7 @@ decode(struct maro_msg *m, const uint8_t *p, size_t n, size_t *end, struct maro_
 			return bad(err, pos, "malformed map key");
 		if (text_value(p + pos, klen, &key) == 0)
 			for (k = 0; k < NKEYS; k++)
-				if (maro_str_eq(key, key_names[k]))
+				if (key.n == key_lens[k] && !memcmp(key.p, key_names[k], key.n))
 					break;
 		pos += klen;
 		vlen = item_len(p + pos, n - pos);
@@ -405,7 +406,7 @@ put_text(struct maro_buf *b, int k, struct maro_str v)
 {
 	if (!v.p)
 		return 0;
-	if (maro_buf_cbor_text(b, key_names[k], strlen(key_names[k])) < 0)
+	if (maro_buf_cbor_text(b, key_names[k], key_lens[k]) < 0)
 		return -1;
 	return maro_buf_cbor_text(b, v.p, v.n);
 }
