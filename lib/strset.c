@@ -21,27 +21,33 @@ hash(const char *k, size_t n)
 static size_t
 find(const struct maro_strset *s, const char *key, size_t len)
 {
-	size_t i = (size_t)hash(key, len) & (s->cap - 1), tomb = SIZE_MAX;
+	uint64_t h = hash(key, len);
+	size_t i = (size_t)h & (s->cap - 1), tomb = SIZE_MAX;
 
 	for (;; i = (i + 1) & (s->cap - 1)) {
 		struct maro_strset_slot *e = &s->slots[i];
 
 		if (!e->key)
 			return tomb != SIZE_MAX ? tomb : i;
-		if (e->len == len && memcmp(e->key, key, len) == 0)
+		if (e->hash == h && e->len == len && memcmp(e->key, key, len) == 0)
 			return i;
 		if (e->count == 0 && tomb == SIZE_MAX)
 			tomb = i;
 	}
 }
 
+/*
+ * Rehashes without the tombstones: into a table twice the size when live
+ * keys fill a quarter of it, else into one of the same size (a set that
+ * sees many keys come and go stays small).
+ */
 static int
 grow(struct maro_strset *s)
 {
 	struct maro_strset old = *s;
 	size_t i;
 
-	s->cap = old.cap ? old.cap * 2 : 64;
+	s->cap = !old.cap ? 64 : (old.used + 1) * 4 > old.cap ? old.cap * 2 : old.cap;
 	s->slots = calloc(s->cap, sizeof *s->slots);
 	s->used = s->filled = 0;
 	if (!s->slots) {
@@ -87,6 +93,7 @@ maro_strset_add(struct maro_strset *s, const char *key, size_t len)
 	memcpy(e->key, key, len);
 	e->key[len] = '\0';
 	e->len = len;
+	e->hash = hash(key, len);
 	e->count = 1;
 	s->used++;
 	return 0;

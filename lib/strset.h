@@ -11,6 +11,7 @@
 struct maro_strset_slot {
 	char *key;
 	size_t len;
+	uint64_t hash;
 	unsigned count;
 	uint64_t value;		/* the caller's, set by maro_strset_put */
 };

@@ -86,6 +86,7 @@ main(int argc, char **argv)
 	test_registry();
 	test_event();
 	test_curve();
+	test_strset();
 	printf("unit: %d passed, %d failed\n", unit_passed, unit_failed);
 	return unit_failed ? 1 : 0;
 }

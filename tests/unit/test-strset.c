@@ -1,0 +1,48 @@
+#include <stdio.h>
+#include <string.h>
+
+#include "strset.h"
+#include "unit.h"
+
+void
+test_strset(void)
+{
+	struct maro_strset s = { 0 };
+	char key[64];
+	uint64_t v;
+	int i, ok = 1;
+
+	CHECK(maro_strset_count(&s, "a", 1) == 0 && maro_strset_take(&s, "a", 1) == 0);
+	CHECK(maro_strset_add(&s, "a", 1) == 0 && maro_strset_add(&s, "a", 1) == 0);
+	CHECK(maro_strset_count(&s, "a", 1) == 2 && s.used == 1);
+	CHECK(maro_strset_take(&s, "a", 1) == 1 && maro_strset_count(&s, "a", 1) == 1);
+	CHECK(maro_strset_take(&s, "a", 1) == 1 && maro_strset_count(&s, "a", 1) == 0 && s.used == 0);
+	CHECK(maro_strset_put(&s, "b", 1, 42) == 0 && maro_strset_get(&s, "b", 1, &v) == 1 && v == 42);
+	CHECK(maro_strset_get(&s, "a", 1, &v) == 0);
+	/* keys that differ only after a NUL, and the empty key */
+	CHECK(maro_strset_add(&s, "x\0y", 3) == 0 && maro_strset_count(&s, "x\0z", 3) == 0);
+	CHECK(maro_strset_add(&s, "", 0) == 0 && maro_strset_count(&s, "", 0) == 1);
+	maro_strset_free(&s);
+
+	/* a million sessions, never more than 100 at once: the table stays small */
+	memset(&s, 0, sizeof s);
+	for (i = 0; i < 1000000; i++) {
+		snprintf(key, sizeof key, "session-%d", i);
+		if (maro_strset_add(&s, key, strlen(key)) < 0)
+			ok = 0;
+		if (i >= 100) {
+			snprintf(key, sizeof key, "session-%d", i - 100);
+			if (maro_strset_take(&s, key, strlen(key)) != 1)
+				ok = 0;
+		}
+	}
+	CHECK(ok);
+	CHECK(s.used == 100);
+	CHECK(s.cap <= 1024);
+	for (i = 999900; i < 1000000 && ok; i++) {
+		snprintf(key, sizeof key, "session-%d", i);
+		ok = maro_strset_count(&s, key, strlen(key)) == 1;
+	}
+	CHECK(ok);
+	maro_strset_free(&s);
+}
