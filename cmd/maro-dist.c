@@ -80,6 +80,9 @@ struct dist {
 	size_t nheld, cap;
 	struct maro_strset ids;
 	unsigned live[MARO_EVENT_MAX_UNITS];
+	struct maro_entry *members;	/* the registry, read at most every 250 ms */
+	ssize_t nmembers;
+	int64_t members_at;
 	struct maro_buf enc;
 	uint64_t runs, failures;
 };
@@ -513,23 +516,36 @@ release(struct dist *d, const unsigned char *take)
 	d->nheld = k;
 }
 
+/* Live peers per unit of h's event; only percentages need them. */
 static void
 count_live(struct dist *d, struct handler *h)
 {
-	struct maro_entry *v;
-	ssize_t k, i;
-	int u;
+	int64_t now;
+	ssize_t i;
+	int u, any = 0;
 
-	k = maro_registry_list(d->c->reg, NULL, &v);
-	if (k < 0)
+	for (u = 0; u < h->ev.nunits; u++)
+		any |= h->ev.units[u].percent;
+	if (!any)
 		return;
+	now = maro_now_us();
+	if (!d->members || now - d->members_at >= 250000) {
+		struct maro_entry *v;
+		ssize_t k = maro_registry_list(d->c->reg, NULL, &v);
+
+		if (k >= 0) {
+			free(d->members);
+			d->members = v;
+			d->nmembers = k;
+			d->members_at = now;
+		}
+	}
 	for (u = 0; u < h->ev.nunits; u++) {
 		d->live[u] = 0;
-		for (i = 0; i < k; i++)
-			if (!strncmp(v[i].name, h->ev.units[u].source, strlen(h->ev.units[u].source)))
+		for (i = 0; i < d->nmembers; i++)
+			if (!strncmp(d->members[i].name, h->ev.units[u].source, strlen(h->ev.units[u].source)))
 				d->live[u]++;
 	}
-	free(v);
 }
 
 /* Tries every handler in order; runs the first whose event holds.  1 when the loop must end. */
@@ -771,6 +787,7 @@ main(int argc, char **argv)
 	for (size_t j = 0; j < d.nheld; j++)
 		free(d.held[j].p);
 	free(d.held);
+	free(d.members);
 	maro_strset_free(&d.ids);
 	maro_buf_free(&d.enc);
 	return status;
