@@ -56,6 +56,7 @@ struct handler {
 		size_t n;
 		uint32_t peer;
 		uint64_t seq;
+		struct maro_msg msg;	/* decoded from p once */
 	} *wait;
 	size_t nwait, waitcap;
 };
@@ -65,6 +66,7 @@ struct held {
 	size_t n;
 	uint32_t peer;
 	uint64_t seq;
+	uint64_t serial;	/* in arrival order: held[] is sorted by it */
 	struct maro_msg msg;
 };
 
@@ -80,6 +82,7 @@ struct dist {
 	size_t nheld, cap;
 	struct maro_strset ids;
 	unsigned live[MARO_EVENT_MAX_UNITS];
+	uint64_t serial;		/* of the next held message */
 	struct maro_entry *members;	/* the registry, read at most every 250 ms */
 	ssize_t nmembers;
 	int64_t members_at;
@@ -360,6 +363,7 @@ co_feed(struct dist *d, struct handler *h, const unsigned char *take)
 		h->wait[h->nwait].n = m->n;
 		h->wait[h->nwait].peer = m->peer;
 		h->wait[h->nwait].seq = m->seq;
+		h->wait[h->nwait].msg = m->msg;	/* its spans point into p, which moves along */
 		h->nwait++;
 		m->p = NULL;	/* now the pending list's */
 	}
@@ -370,11 +374,7 @@ co_feed(struct dist *d, struct handler *h, const unsigned char *take)
 static void
 co_answered(struct dist *d, struct handler *h, size_t k)
 {
-	struct maro_msg m;
-	struct maro_err err;
-
-	if (maro_msg_decode(&m, h->wait[k].p, h->wait[k].n, &err) == 0)
-		ack(d, h->wait[k].peer, h->wait[k].seq, &m);
+	ack(d, h->wait[k].peer, h->wait[k].seq, &h->wait[k].msg);
 	free(h->wait[k].p);
 	memmove(h->wait + k, h->wait + k + 1, (h->nwait - k - 1) * sizeof *h->wait);
 	h->nwait--;
@@ -436,17 +436,33 @@ co_pump(struct dist *d, struct handler *h)
 		if (maro_msg_decode(&m, p, n, &err) < 0 || !m.session_id.p)
 			continue;
 		for (i = 0; i < h->nwait; i++) {
-			struct maro_msg w;
+			const struct maro_msg *w = &h->wait[i].msg;
 
-			if (maro_msg_decode(&w, h->wait[i].p, h->wait[i].n, &err) == 0 &&
-			    w.session_id.n == m.session_id.n &&
-			    !memcmp(w.session_id.p, m.session_id.p, m.session_id.n)) {
+			if (w->session_id.n == m.session_id.n &&
+			    !memcmp(w->session_id.p, m.session_id.p, m.session_id.n)) {
 				co_answered(d, h, i);
 				break;
 			}
 		}
 	}
 	return 0;
+}
+
+/* The held message with this serial (binary search), or NULL. */
+static struct held *
+held_find(struct dist *d, uint64_t serial)
+{
+	size_t lo = 0, hi = d->nheld;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (d->held[mid].serial < serial)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < d->nheld && d->held[lo].serial == serial ? &d->held[lo] : NULL;
 }
 
 static void
@@ -457,9 +473,11 @@ hold(struct dist *d, const struct maro_delivery *dl)
 	uint64_t at;
 
 	if (dl->msg.message_id.p && maro_strset_get(&d->ids, dl->msg.message_id.p, dl->msg.message_id.n, &at)) {
-		if (at < d->nheld) {
-			d->held[at].peer = dl->peer;
-			d->held[at].seq = dl->seq;
+		struct held *o = held_find(d, at);
+
+		if (o) {
+			o->peer = dl->peer;
+			o->seq = dl->seq;
 		}
 		return;
 	}
@@ -468,11 +486,10 @@ hold(struct dist *d, const struct maro_delivery *dl)
 		struct handler *hd = &d->h[i];
 
 		for (size_t k = 0; k < hd->nwait; k++) {
-			struct maro_msg w;
+			const struct maro_msg *w = &hd->wait[k].msg;
 
-			if (maro_msg_decode(&w, hd->wait[k].p, hd->wait[k].n, &err) == 0 &&
-			    w.message_id.n == dl->msg.message_id.n &&
-			    !memcmp(w.message_id.p, dl->msg.message_id.p, w.message_id.n)) {
+			if (w->message_id.p && w->message_id.n == dl->msg.message_id.n &&
+			    !memcmp(w->message_id.p, dl->msg.message_id.p, w->message_id.n)) {
 				hd->wait[k].peer = dl->peer;
 				hd->wait[k].seq = dl->seq;
 				return;
@@ -489,9 +506,10 @@ hold(struct dist *d, const struct maro_delivery *dl)
 	h->n = dl->n;
 	h->peer = dl->peer;
 	h->seq = dl->seq;
+	h->serial = d->serial++;
 	maro_msg_decode(&h->msg, h->p, h->n, &err);
 	if (h->msg.message_id.p &&
-	    maro_strset_put(&d->ids, h->msg.message_id.p, h->msg.message_id.n, d->nheld) < 0)
+	    maro_strset_put(&d->ids, h->msg.message_id.p, h->msg.message_id.n, h->serial) < 0)
 		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
 	d->nheld++;
 }
@@ -502,16 +520,15 @@ release(struct dist *d, const unsigned char *take)
 {
 	size_t i, k = 0;
 
-	maro_strset_free(&d->ids);
 	for (i = 0; i < d->nheld; i++) {
 		if (take[i]) {
+			/* its id still points into its bytes (or a coprocess's copy of them) */
+			if (d->held[i].msg.message_id.p)
+				maro_strset_take(&d->ids, d->held[i].msg.message_id.p, d->held[i].msg.message_id.n);
 			free(d->held[i].p);
 			continue;
 		}
-		d->held[k] = d->held[i];
-		if (d->held[k].msg.message_id.p)
-			maro_strset_put(&d->ids, d->held[k].msg.message_id.p, d->held[k].msg.message_id.n, k);
-		k++;
+		d->held[k++] = d->held[i];
 	}
 	d->nheld = k;
 }
