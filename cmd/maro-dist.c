@@ -585,6 +585,18 @@ dispatch(struct dist *d, int *ran)
 		}
 		count_live(d, h);
 		ok = maro_event_match(&h->ev, view, d->nheld, d->live, take, NULL, NULL);
+		/*
+		 * A coprocess whose event is one message at a time gets every
+		 * matching message at once: what triggering it again and again
+		 * would feed it, in the same order, without a pass per message.
+		 */
+		if (ok && h->mode == MODE_CO && h->ev.nunits == 1 && !h->ev.units[0].percent &&
+		    h->ev.units[0].amount == 1)
+			for (j = 0; j < d->nheld; j++)
+				if (!take[j] && maro_event_unit_matches(&h->ev.units[0], &view[j])) {
+					take[j] = 1;
+					d->runs++;	/* a trigger each, as if run one by one */
+				}
 		if (ok) {
 			*ran = 1;
 			if (h->mode == MODE_EXIT) {

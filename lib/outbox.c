@@ -14,8 +14,25 @@ struct entry {
 	uint8_t *p;
 	uint32_t n;
 	uint8_t acked;
+	uint8_t sid_known;	/* sid_hash computed (by the first settle that looked) */
 	int64_t sent;
+	uint64_t sid_hash;	/* of its session_id; 0 when it has none */
 };
+
+static uint64_t
+sid_hash(struct maro_str id)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	size_t i;
+
+	if (!id.p)
+		return 0;
+	for (i = 0; i < id.n; i++) {
+		h ^= (uint8_t)id.p[i];
+		h *= 0x100000001b3ull;
+	}
+	return h ? h : 1;
+}
 
 struct dest {
 	char name[MARO_NAME_MAX + 1];
@@ -172,6 +189,7 @@ maro_outbox_put(struct maro_outbox *ob, const char *name, const uint8_t *p, size
 	memcpy(e->p, p, n);
 	e->n = (uint32_t)n;
 	e->acked = 0;
+	e->sid_known = 0;
 	e->sent = 0;
 	d->tail++;
 	d->unacked++;
@@ -247,15 +265,23 @@ maro_outbox_settle(struct maro_outbox *ob, const char *name, struct maro_str ses
 	struct dest *d = session_id.p ? dest_get(ob, name, 0) : NULL;
 	struct maro_err err;
 	size_t n = 0;
-	uint64_t s;
+	uint64_t s, want;
 
 	if (!d)
 		return 0;
+	want = sid_hash(session_id);
 	for (s = d->head; s < d->tail; s++) {
 		struct entry *e = &d->ring[s & d->mask];
 		struct maro_msg m;
 
-		if (e->acked || maro_msg_decode(&m, e->p, e->n, &err) < 0 ||
+		if (e->acked)
+			continue;
+		/* each message is decoded once for this, not once per reply */
+		if (!e->sid_known) {
+			e->sid_hash = maro_msg_decode(&m, e->p, e->n, &err) < 0 ? 0 : sid_hash(m.session_id);
+			e->sid_known = 1;
+		}
+		if (e->sid_hash != want || maro_msg_decode(&m, e->p, e->n, &err) < 0 ||
 		    m.session_id.n != session_id.n || memcmp(m.session_id.p, session_id.p, session_id.n))
 			continue;
 		if (ob->ack)
