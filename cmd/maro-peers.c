@@ -19,11 +19,11 @@ static void
 usage(void)
 {
 	printf("usage: %s [-g GROUP] [--registry URL] [-P PREFIX] [-f text|json]\n"
-	    "          [-e TYPE=N]... [-W DUR] [--watch] [-q] [-v]\n"
+	    "          [-e TYPE=N]... [-W DUR] [--status] [--watch] [-q] [-v]\n"
 	    "       %s -h | -V\n", maro_progname, maro_progname);
 }
 
-enum { OPT_REGISTRY = 256, OPT_WATCH };
+enum { OPT_REGISTRY = 256, OPT_WATCH, OPT_STATUS };
 
 static const struct option longopts[] = {
 	{ "group", required_argument, NULL, 'g' },
@@ -33,6 +33,7 @@ static const struct option longopts[] = {
 	{ "expect", required_argument, NULL, 'e' },
 	{ "timeout", required_argument, NULL, 'W' },
 	{ "watch", no_argument, NULL, OPT_WATCH },
+	{ "status", no_argument, NULL, OPT_STATUS },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
@@ -195,6 +196,189 @@ event(const struct maro_entry *e, const char *what, const struct out *o)
 	return fflush(stdout) == EOF ? -1 : 0;
 }
 
+/* The counts a pool keeps in its info ("jobs=4 running=4 restarts=1 gaveup=0 ..."). */
+static long
+info_count(const char *info, const char *key)
+{
+	size_t k = strlen(key);
+	const char *p = info;
+
+	while ((p = strstr(p, key))) {
+		if ((p == info || p[-1] == ' ') && p[k] == '=')
+			return strtol(p + k + 1, NULL, 10);
+		p += k;
+	}
+	return -1;
+}
+
+struct hoststat {
+	const struct maro_entry *latest;	/* the freshest heartbeat says the host's load */
+	size_t members;
+};
+
+struct typestat {
+	const char *type;
+	size_t members;
+};
+
+static int
+by_type(const void *a, const void *b)
+{
+	return strcmp(((const struct typestat *)a)->type, ((const struct typestat *)b)->type);
+}
+
+/*
+ * The cluster in one view: hosts with their CPUs, load and memory, members
+ * per type, and pools with their job counts (PARL's xparl status).
+ */
+static void
+print_status(const struct maro_entry *v, size_t n, const struct out *o)
+{
+	struct hoststat *hs = calloc(n + 1, sizeof *hs);
+	struct typestat *ts = calloc(n + 1, sizeof *ts);
+	size_t nh = 0, nt = 0, i, k, cpus = 0, npools = 0;
+	json_t *j = NULL, *ja = NULL;
+
+	if (!hs || !ts)
+		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+	for (i = 0; i < n; i++) {
+		for (k = 0; k < nh && strcmp(hs[k].latest->host, v[i].host); k++)
+			;
+		if (k == nh)
+			hs[nh++].latest = &v[i];
+		else if (v[i].heartbeat_age_ms < hs[k].latest->heartbeat_age_ms)
+			hs[k].latest = &v[i];
+		hs[k].members++;
+		for (k = 0; k < nt && strcmp(ts[k].type, v[i].type); k++)
+			;
+		if (k == nt)
+			ts[nt++].type = v[i].type;
+		ts[k].members++;
+		npools += !strcmp(v[i].type, "pool");
+	}
+	qsort(ts, nt, sizeof *ts, by_type);
+	for (k = 0; k < nh; k++)
+		cpus += (size_t)(hs[k].latest->ncpu > 0 ? hs[k].latest->ncpu : 0);
+	if (o->json) {
+		j = json_object();
+		json_object_set_new(j, "hosts", json_integer((json_int_t)nh));
+		json_object_set_new(j, "members", json_integer((json_int_t)n));
+		json_object_set_new(j, "cpus", json_integer((json_int_t)cpus));
+		ja = json_array();
+		for (k = 0; k < nh; k++) {
+			const struct maro_entry *e = hs[k].latest;
+			json_t *h = json_object();
+
+			json_object_set_new(h, "host", json_string(e->host));
+			json_object_set_new(h, "ncpu", json_integer(e->ncpu));
+			json_object_set_new(h, "load1", json_real(e->load1));
+			json_object_set_new(h, "mem_used_kb", json_integer((json_int_t)e->mem_used_kb));
+			json_object_set_new(h, "members", json_integer((json_int_t)hs[k].members));
+			json_array_append_new(ja, h);
+		}
+		json_object_set_new(j, "host_status", ja);
+		ja = json_object();
+		for (k = 0; k < nt; k++)
+			json_object_set_new(ja, ts[k].type, json_integer((json_int_t)ts[k].members));
+		json_object_set_new(j, "types", ja);
+		ja = json_array();
+		for (i = 0; i < n; i++) {
+			json_t *p;
+
+			if (strcmp(v[i].type, "pool"))
+				continue;
+			p = json_object();
+			json_object_set_new(p, "name", json_string(v[i].name));
+			json_object_set_new(p, "host", json_string(v[i].host));
+			json_object_set_new(p, "jobs", json_integer(info_count(v[i].info, "jobs")));
+			json_object_set_new(p, "running", json_integer(info_count(v[i].info, "running")));
+			json_object_set_new(p, "restarts", json_integer(info_count(v[i].info, "restarts")));
+			json_object_set_new(p, "gaveup", json_integer(info_count(v[i].info, "gaveup")));
+			json_array_append_new(ja, p);
+		}
+		json_object_set_new(j, "pools", ja);
+		put_json(j);
+		free(hs);
+		free(ts);
+		return;
+	}
+	printf("hosts %zu, members %zu, CPUs %zu\n\n", nh, n, cpus);
+	printf("%-24s  %4s  %6s  %7s  %7s\n", "HOST", "NCPU", "LOAD1", "MEM", "MEMBERS");
+	for (k = 0; k < nh; k++) {
+		const struct maro_entry *e = hs[k].latest;
+		char mem[32];
+
+		mem_text(mem, sizeof mem, e->mem_used_kb);
+		printf("%-24s  %4d  %6.2f  %7s  %7zu\n", e->host, e->ncpu, e->load1, mem, hs[k].members);
+	}
+	printf("\n%-24s  %7s\n", "TYPE", "MEMBERS");
+	for (k = 0; k < nt; k++)
+		printf("%-24s  %7zu\n", ts[k].type, ts[k].members);
+	if (npools) {
+		printf("\n%-24s  %-16s  %5s  %7s  %8s  %6s\n", "POOL", "HOST", "JOBS", "RUNNING", "RESTARTS",
+		    "GAVEUP");
+		for (i = 0; i < n; i++)
+			if (!strcmp(v[i].type, "pool"))
+				printf("%-24s  %-16s  %5ld  %7ld  %8ld  %6ld\n", v[i].name, v[i].host,
+				    info_count(v[i].info, "jobs"), info_count(v[i].info, "running"),
+				    info_count(v[i].info, "restarts"), info_count(v[i].info, "gaveup"));
+	}
+	free(hs);
+	free(ts);
+}
+
+/*
+ * --status: the summary once, or with --watch every second until -W or a
+ * signal (the screen cleared first on a terminal; one JSON line each with -f json).
+ */
+static int
+status_view(struct maro_registry *r, const char *prefix, const struct out *o, int watching,
+    int64_t deadline)
+{
+	int tty = isatty(STDOUT_FILENO), failing = 0;
+	int64_t next;
+
+	for (;;) {
+		struct maro_entry *v;
+		ssize_t n = maro_registry_list(r, prefix, &v);
+
+		if (n < 0) {
+			if (!watching) {
+				maro_warn("%s", maro_registry_error(r));
+				return MARO_EXIT_UNAVAILABLE;
+			}
+			if (!failing)
+				maro_warn("%s (still watching)", maro_registry_error(r));
+			failing = 1;
+		} else {
+			failing = 0;
+			if (watching && tty && !o->json)
+				fputs("\033[H\033[2J", stdout);
+			print_status(v, (size_t)n, o);
+			free(v);
+			if (watching && !tty && !o->json)
+				putchar('\n');
+			if (fflush(stdout) == EOF)
+				return 0;	/* maro_cli_close_stdout says why, if it matters */
+		}
+		if (!watching)
+			return 0;
+		next = maro_now_us() + 1000000;
+		for (;;) {
+			int64_t now = maro_now_us();
+			struct timespec ts = { 0, 100000000 };
+
+			if (maro_signal)
+				return maro_signal_status();
+			if (now >= deadline)
+				return 0;
+			if (now >= next)
+				break;
+			nanosleep(&ts, NULL);
+		}
+	}
+}
+
 /*
  * Polls the registry and prints the difference with the last poll.  A
  * registry that fails meanwhile (a restarting Redis) is said once and
@@ -272,7 +456,7 @@ main(int argc, char **argv)
 	char errbuf[512];
 	size_t nex = 0;
 	int64_t timeout = -1, deadline;
-	int ch, watching = 0, status;
+	int ch, watching = 0, status, summary = 0;
 
 	maro_cli_init(argv[0]);
 	while ((ch = getopt_long(argc, argv, "g:P:f:e:W:qvhV", longopts, NULL)) != -1) {
@@ -294,6 +478,7 @@ main(int argc, char **argv)
 			break;
 		case 'W': timeout = maro_cli_duration("-W", optarg); break;
 		case OPT_WATCH: watching = 1; break;
+		case OPT_STATUS: summary = 1; break;
 		case 'q': o.quiet = 1; break;
 		case 'v': maro_verbose = 1; break;
 		case 'h': usage(); return 0;
@@ -315,7 +500,9 @@ main(int argc, char **argv)
 		maro_die(errno == EINVAL ? MARO_EXIT_USAGE : MARO_EXIT_UNAVAILABLE, "%s", errbuf);
 	maro_info("group '%s' in the %s registry", group, maro_registry_kind(r));
 	status = nex ? maro_cli_expect_wait(r, ex, nex, deadline) : 0;
-	if (status == 0 && watching)
+	if (status == 0 && summary)
+		status = status_view(r, prefix, &o, watching, deadline);
+	else if (status == 0 && watching)
 		status = watch(r, prefix, &o, deadline);
 	else if (status == 0 && !(nex && o.quiet))
 		status = show(r, prefix, &o);

@@ -4,6 +4,7 @@
  * the stored field format both backends share (registry-impl.h).
  */
 #include <errno.h>
+#include <signal.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -543,12 +544,25 @@ say_held(struct maro_registry *r, const char *name, const struct maro_entry *h, 
 		maro_registry_fail(r, EEXIST, "name '%s' %s by another owner", name, how);
 }
 
+/*
+ * A holder on this very host whose process is gone: killed without
+ * leaving, its entry waits for the TTL (Redis).  Another host's pids
+ * mean nothing here, and a pid that lives again is taken as alive.
+ */
+static int
+stale(const struct maro_entry *mine, const struct maro_entry *h)
+{
+	return h->pid > 0 && h->host[0] && !strcmp(h->host, mine->host) && kill(h->pid, 0) < 0 &&
+	    errno == ESRCH;
+}
+
 int
 maro_registry_register(struct maro_registry *r, const struct maro_entry *e, int takeover,
     struct maro_entry *holder)
 {
 	struct maro_entry mine, h;
 	size_t len;
+	int rc;
 
 	if (!maro_name_valid(e->name))
 		return maro_registry_fail(r, EINVAL, "invalid name '%.*s'", MARO_NAME_MAX, e->name);
@@ -579,7 +593,13 @@ maro_registry_register(struct maro_registry *r, const struct maro_entry *e, int 
 		r->capown = cap;
 	}
 	memset(&h, 0, sizeof h);
-	if (r->be->put(r, &mine, takeover, &h) < 0) {
+	rc = r->be->put(r, &mine, takeover, &h);
+	if (rc < 0 && errno == EEXIST && stale(&mine, &h)) {
+		/* its owner died on this host without leaving (SIGKILL): no need to wait out the TTL */
+		memset(&h, 0, sizeof h);
+		rc = r->be->put(r, &mine, 1, &h);
+	}
+	if (rc < 0) {
 		if (errno == EEXIST) {
 			say_held(r, mine.name, &h, "is held");
 			if (holder)
