@@ -763,6 +763,7 @@ main(int argc, char **argv)
 		if (now >= next_hb) {
 			maro_registry_heartbeat(d.c->reg);
 			maro_cli_report_rejected(d.c);
+			maro_cli_report_malformed(d.ib);
 			next_hb = now + 1000000;
 		}
 		if (!stop && d.nheld < MAX_HELD)
@@ -810,6 +811,7 @@ main(int argc, char **argv)
 		free(h->wait);
 	}
 	maro_info("%llu triggers, %llu failed", (unsigned long long)d.runs, (unsigned long long)d.failures);
+	maro_cli_report_malformed(d.ib);
 	maro_inbox_close(d.ib);
 	maro_outbox_free(d.ob);
 	maro_ctx_close(d.c);

@@ -783,6 +783,7 @@ main(int argc, char **argv)
 		if (now >= next_hb) {
 			maro_registry_heartbeat(pl.c->reg);
 			maro_cli_report_rejected(pl.c);
+			maro_cli_report_malformed(pl.ib);
 			next_hb = now + 1000000;
 		}
 		if (finished)
@@ -810,6 +811,7 @@ main(int argc, char **argv)
 				status = MARO_EXIT_INCOMPLETE;
 out:
 	maro_outbox_free(pl.ob);
+	maro_cli_report_malformed(pl.ib);
 	maro_inbox_close(pl.ib);
 	maro_ctx_close(pl.c);
 	for (i = 0; i < pl.njobs; i++)

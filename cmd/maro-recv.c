@@ -264,6 +264,7 @@ main(int argc, char **argv)
 				break;
 			}
 			maro_cli_report_rejected(c);
+			maro_cli_report_malformed(ib);
 			next_hb = now + 1000000;
 		}
 		if (!stop && now >= deadline) {
@@ -281,6 +282,7 @@ main(int argc, char **argv)
 		if (status == MARO_EXIT_TIMEOUT)
 			status = got ? MARO_EXIT_INCOMPLETE : MARO_EXIT_TIMEOUT;
 	}
+	maro_cli_report_malformed(ib);
 	maro_inbox_close(ib);
 	maro_ctx_close(c);
 	maro_writer_free(&w);

@@ -274,6 +274,7 @@ main(int argc, char **argv)
 		if (now >= next_hb) {
 			maro_registry_heartbeat(c->reg);
 			maro_cli_report_rejected(c);
+			maro_cli_report_malformed(ib);
 			next_hb = now + 1000000;
 		}
 		wake = deadline < next_hb ? deadline : next_hb;
@@ -285,6 +286,7 @@ main(int argc, char **argv)
 	}
 	if (done && tty)
 		fputc('\n', stderr);
+	maro_cli_report_malformed(ib);
 	maro_inbox_close(ib);
 	maro_ctx_close(c);
 	maro_writer_free(&out);

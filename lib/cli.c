@@ -16,6 +16,7 @@
 
 #include "cli.h"
 #include "expect.h"
+#include "inbox.h"
 #include "registry.h"
 #include "transport.h"
 
@@ -285,5 +286,18 @@ maro_cli_report_rejected(struct maro_ctx *c)
 	if (n > seen)
 		maro_warn("rejected %lu connection%s without the group key (last: %s); still serving",
 		    n - seen, n - seen == 1 ? "" : "s", addr);
+	seen = n;
+}
+
+void
+maro_cli_report_malformed(struct maro_inbox *ib)
+{
+	static uint64_t seen;
+	uint64_t n = maro_inbox_rejected(ib);
+
+	if (n > seen)
+		maro_warn("dropped %llu malformed or oversized frame%s or message%s, unacknowledged (see "
+		    "LIMITS in maro(7))", (unsigned long long)(n - seen), n - seen == 1 ? "" : "s",
+		    n - seen == 1 ? "" : "s");
 	seen = n;
 }

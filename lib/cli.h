@@ -89,5 +89,12 @@ int maro_cli_close_stdout(int status);
  */
 struct maro_ctx;
 void maro_cli_report_rejected(struct maro_ctx *c);
+/*
+ * Warns about the frames and messages an inbox dropped as malformed since
+ * the last call (inbox.h, maro_inbox_rejected).  Inbox tools call it about
+ * once a second and once before they close the inbox.
+ */
+struct maro_inbox;
+void maro_cli_report_malformed(struct maro_inbox *ib);
 
 #endif

@@ -117,6 +117,8 @@ has_private() { [ -n "$(private_endpoint)" ]; }
 	wait_exit "$RECV" 10
 	[ "$status" -eq 0 ]
 	seq 1 2000 | cmp - sink.out
+	# and the receiver said what it dropped
+	grep -E "^maro-recv: dropped [0-9]+ malformed or oversized frames? or messages?, unacknowledged" sink.err
 }
 
 @test "connections that stall mid-handshake, announce a huge frame, or say nothing do not block others" {
