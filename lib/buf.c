@@ -138,3 +138,15 @@ maro_buf_cbor_text(struct maro_buf *b, const char *s, size_t n)
 	b->len += n;
 	return 0;
 }
+
+void
+maro_errbuf_set(char *errbuf, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!errbuf || !errlen)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(errbuf, errlen, fmt, ap);
+	va_end(ap);
+}

@@ -32,4 +32,11 @@ void maro_buf_free(struct maro_buf *b);
 int maro_buf_cbor_head(struct maro_buf *b, unsigned major, uint64_t val);
 int maro_buf_cbor_text(struct maro_buf *b, const char *s, size_t n);
 
+/*
+ * Formats an error message into a caller's (errbuf, errlen), the way the
+ * library's open functions report; does nothing when errbuf is NULL.
+ */
+void maro_errbuf_set(char *errbuf, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
 #endif

@@ -11,24 +11,10 @@
 
 #include <zmq.h>
 
+#include "buf.h"
 #include "curve.h"
 
 #define KEYFILE_MAX 4096
-
-static void seterr(char *errbuf, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void
-seterr(char *errbuf, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!errbuf || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(errbuf, errlen, fmt, ap);
-	va_end(ap);
-}
 
 void
 maro_curve_wipe(struct maro_curve_key *k)
@@ -45,7 +31,7 @@ maro_curve_keygen(const char *path, char *errbuf, size_t errlen)
 
 	if (zmq_curve_keypair(k.public_z85, k.secret_z85) < 0) {
 		e = errno;
-		seterr(errbuf, errlen, "cannot make a key pair: %s (is libzmq built with CURVE?)",
+		maro_errbuf_set(errbuf, errlen, "cannot make a key pair: %s (is libzmq built with CURVE?)",
 		    zmq_strerror(e));
 		errno = e;
 		return -1;
@@ -58,19 +44,19 @@ maro_curve_keygen(const char *path, char *errbuf, size_t errlen)
 	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		e = errno;
-		seterr(errbuf, errlen, "cannot create '%s': %s", path, strerror(e));
+		maro_errbuf_set(errbuf, errlen, "cannot create '%s': %s", path, strerror(e));
 		goto out;
 	}
 	if (fchmod(fd, 0600) < 0 || write(fd, text, (size_t)n) != n || fsync(fd) < 0) {
 		e = errno ? errno : EIO;
-		seterr(errbuf, errlen, "cannot write '%s': %s", path, strerror(e));
+		maro_errbuf_set(errbuf, errlen, "cannot write '%s': %s", path, strerror(e));
 		close(fd);
 		unlink(path);
 		goto out;
 	}
 	if (close(fd) < 0) {
 		e = errno;
-		seterr(errbuf, errlen, "cannot write '%s': %s", path, strerror(e));
+		maro_errbuf_set(errbuf, errlen, "cannot write '%s': %s", path, strerror(e));
 		unlink(path);
 		goto out;
 	}
@@ -117,33 +103,33 @@ maro_curve_load(const char *path, struct maro_curve_key *k, char *errbuf, size_t
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0) {
 		e = errno;
-		seterr(errbuf, errlen, "cannot open key file '%s': %s", path, strerror(e));
+		maro_errbuf_set(errbuf, errlen, "cannot open key file '%s': %s", path, strerror(e));
 		errno = e;
 		return -1;
 	}
 	if (fstat(fd, &st) < 0) {
 		e = errno;
-		seterr(errbuf, errlen, "cannot read key file '%s': %s", path, strerror(e));
+		maro_errbuf_set(errbuf, errlen, "cannot read key file '%s': %s", path, strerror(e));
 		goto out;
 	}
 	if (!S_ISREG(st.st_mode)) {
-		seterr(errbuf, errlen, "key file '%s' is not a regular file", path);
+		maro_errbuf_set(errbuf, errlen, "key file '%s' is not a regular file", path);
 		goto out;
 	}
 	if (st.st_mode & (S_IRWXG | S_IRWXO)) {
 		e = EACCES;
-		seterr(errbuf, errlen, "key file '%s' is accessible by others (mode %03o): chmod 600 it",
+		maro_errbuf_set(errbuf, errlen, "key file '%s' is accessible by others (mode %03o): chmod 600 it",
 		    path, (unsigned)(st.st_mode & 0777));
 		goto out;
 	}
 	n = read(fd, text, sizeof text);
 	if (n < 0) {
 		e = errno;
-		seterr(errbuf, errlen, "cannot read key file '%s': %s", path, strerror(e));
+		maro_errbuf_set(errbuf, errlen, "cannot read key file '%s': %s", path, strerror(e));
 		goto out;
 	}
 	if (n > KEYFILE_MAX) {
-		seterr(errbuf, errlen, "key file '%s' is too long to be a key file", path);
+		maro_errbuf_set(errbuf, errlen, "key file '%s' is too long to be a key file", path);
 		goto out;
 	}
 	text[n] = '\0';
@@ -156,19 +142,19 @@ maro_curve_load(const char *path, struct maro_curve_key *k, char *errbuf, size_t
 		a = take(line, "public", k->public_z85);
 		b = a ? 0 : take(line, "secret", k->secret_z85);
 		if (a < 0 || b < 0 || (!a && !b)) {
-			seterr(errbuf, errlen, "key file '%s': not a maro key file (expected 'public = KEY' and 'secret = KEY')", path);
+			maro_errbuf_set(errbuf, errlen, "key file '%s': not a maro key file (expected 'public = KEY' and 'secret = KEY')", path);
 			goto out;
 		}
 		have_pub |= a;
 		have_sec |= b;
 	}
 	if (!have_pub || !have_sec) {
-		seterr(errbuf, errlen, "key file '%s' lacks its %s key", path, have_pub ? "secret" : "public");
+		maro_errbuf_set(errbuf, errlen, "key file '%s' lacks its %s key", path, have_pub ? "secret" : "public");
 		goto out;
 	}
 	if (!zmq_z85_decode(bin, k->public_z85) || !zmq_z85_decode(bin, k->secret_z85) ||
 	    zmq_curve_public(derived, k->secret_z85) < 0 || strcmp(derived, k->public_z85)) {
-		seterr(errbuf, errlen, "key file '%s': the public key does not belong to the secret key", path);
+		maro_errbuf_set(errbuf, errlen, "key file '%s': the public key does not belong to the secret key", path);
 		goto out;
 	}
 	rc = 0;

@@ -14,21 +14,6 @@
 /* Frames carry at most this many bytes of batched messages. */
 #define HWM_FRAMES 64
 
-static void seterr(char *errbuf, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void
-seterr(char *errbuf, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!errbuf || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(errbuf, errlen, fmt, ap);
-	va_end(ap);
-}
-
 /* The host's own address when nothing better is known: what its name resolves to. */
 static void
 host_address(char *out, size_t n)
@@ -63,7 +48,7 @@ env_limit(const char *name, size_t *v, size_t lo, size_t hi, size_t def, char *e
 	errno = 0;
 	x = strtoull(s, &end, 10);
 	if (errno || *end || *s == '-' || x < lo || x > hi) {
-		seterr(errbuf, errlen, "invalid %s '%s' (%zu to %zu)", name, s, lo, hi);
+		maro_errbuf_set(errbuf, errlen, "invalid %s '%s' (%zu to %zu)", name, s, lo, hi);
 		errno = EINVAL;
 		return -1;
 	}
@@ -90,12 +75,12 @@ maro_ctx_open(const struct maro_ctx_opts *o, char *errbuf, size_t errlen)
 	if (!group || !*group)
 		group = "maro";
 	if (!maro_name_valid(group) || group[0] == '~') {
-		seterr(errbuf, errlen, "invalid group name '%s'", group);
+		maro_errbuf_set(errbuf, errlen, "invalid group name '%s'", group);
 		errno = EINVAL;
 		goto fail;
 	}
 	if (tr && *tr && strcmp(tr, "tcp") && strcmp(tr, "ipc")) {
-		seterr(errbuf, errlen, "invalid transport '%s' (tcp or ipc)", tr);
+		maro_errbuf_set(errbuf, errlen, "invalid transport '%s' (tcp or ipc)", tr);
 		errno = EINVAL;
 		goto fail;
 	}
@@ -138,11 +123,11 @@ maro_ctx_open(const struct maro_ctx_opts *o, char *errbuf, size_t errlen)
 		host_address(c->advertise, sizeof c->advertise);
 	c->zmq = zmq_ctx_new();
 	if (!c->zmq) {
-		seterr(errbuf, errlen, "cannot create a ZeroMQ context: %s", zmq_strerror(errno));
+		maro_errbuf_set(errbuf, errlen, "cannot create a ZeroMQ context: %s", zmq_strerror(errno));
 		goto fail;
 	}
 	if (c->key && !(c->zap = maro_zap_start(c->zmq, c->key->public_z85))) {
-		seterr(errbuf, errlen, "cannot start the authentication handler: %s", zmq_strerror(errno));
+		maro_errbuf_set(errbuf, errlen, "cannot start the authentication handler: %s", zmq_strerror(errno));
 		goto fail;
 	}
 	return c;

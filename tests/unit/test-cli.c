@@ -1,3 +1,6 @@
+#include <string.h>
+
+#include "buf.h"
 #include "cli.h"
 #include "unit.h"
 
@@ -5,7 +8,14 @@ void
 test_cli(void)
 {
 	int64_t us;
+	char eb[8] = "xxxxxxx";
 
+	/* errbuf messages are cut to fit, always terminated; NULL is fine */
+	maro_errbuf_set(eb, sizeof eb, "cannot %s", "open it");
+	CHECK(strcmp(eb, "cannot ") == 0);
+	maro_errbuf_set(NULL, 0, "ignored %d", 1);
+	maro_errbuf_set(eb, 0, "untouched");
+	CHECK(strcmp(eb, "cannot ") == 0);
 	CHECK(maro_duration_parse("5", &us) == 0 && us == 5000000);
 	CHECK(maro_duration_parse("1.5s", &us) == 0 && us == 1500000);
 	CHECK(maro_duration_parse("250ms", &us) == 0 && us == 250000);
