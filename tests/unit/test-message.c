@@ -1,5 +1,7 @@
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "message.h"
 #include "unit.h"
@@ -115,9 +117,42 @@ test_checked(void)
 	CHECK(same_verdict("\xa1\x63tag\x61x", 7, 6, 64));
 }
 
+/* UUIDs: version 4 form, all distinct, and a forked child does not repeat its parent's. */
+static void
+test_uuid(void)
+{
+	char a[MARO_UUID_LEN + 1], b[MARO_UUID_LEN + 1], child[MARO_UUID_LEN + 1] = "";
+	int fd[2], i, distinct = 1, form = 1;
+	pid_t pid;
+
+	maro_uuid(a);
+	for (i = 0; i < 10000; i++) {
+		maro_uuid(b);
+		distinct &= strcmp(a, b) != 0;
+		form &= strlen(b) == MARO_UUID_LEN && b[8] == '-' && b[13] == '-' && b[14] == '4' &&
+		    b[18] == '-' && strchr("89ab", b[19]) && b[23] == '-';
+	}
+	CHECK(distinct);
+	CHECK(form);
+	if (pipe(fd) < 0)
+		return;
+	pid = fork();
+	if (pid == 0) {
+		maro_uuid(child);
+		_exit(write(fd[1], child, MARO_UUID_LEN) == MARO_UUID_LEN ? 0 : 1);
+	}
+	maro_uuid(b);
+	CHECK(read(fd[0], child, MARO_UUID_LEN) == MARO_UUID_LEN);
+	waitpid(pid, NULL, 0);
+	close(fd[0]);
+	close(fd[1]);
+	CHECK(strcmp(child, b) != 0);
+}
+
 void
 test_message(void)
 {
+	test_uuid();
 	test_roundtrip();
 	test_bad();
 	test_checked();
