@@ -40,6 +40,7 @@ struct dest {
 	void *sock;
 	int64_t next_lookup;
 	int64_t retry_us;
+	int64_t blocked_since;	/* the socket refused what we had to send (EAGAIN) since then; 0: no */
 	/* [head, tail) in the window; [head, next) sent at least once */
 	uint64_t head, next, tail;
 	size_t mask;
@@ -300,9 +301,11 @@ dest_connect(struct maro_outbox *ob, struct dest *d, const char *endpoint)
 	if (d->sock)
 		ob->c->driver->close(d->sock, 0);
 	snprintf(d->endpoint, sizeof d->endpoint, "%s", endpoint);
+	maro_info("connecting to '%s' at %s", d->name, endpoint);
 	d->sock = ob->c->driver->connect(ob->c, endpoint);
 	/* whatever the old connection had in flight goes again */
 	d->next = d->head;
+	d->blocked_since = 0;
 }
 
 /* Looks the name up; connects when it (re)appears somewhere new. */
@@ -395,8 +398,13 @@ send_queued(struct maro_outbox *ob, struct dest *d, int64_t now)
 		}
 		stop = s;
 		if (ob->frame.len > MARO_FRAME_HEADER &&
-		    ob->c->driver->send(d->sock, NULL, 0, ob->frame.p, ob->frame.len) < 0)
-			return;		/* EAGAIN: not connected or full; poll says when */
+		    ob->c->driver->send(d->sock, NULL, 0, ob->frame.p, ob->frame.len) < 0) {
+			/* EAGAIN: not connected or full; poll says when */
+			if (!d->blocked_since)
+				d->blocked_since = now;
+			return;
+		}
+		d->blocked_since = 0;
 		for (s = d->next; s < stop; s++) {
 			struct entry *e = &d->ring[s & d->mask];
 
@@ -431,6 +439,15 @@ maro_outbox_run(struct maro_outbox *ob)
 			if (!d->sock)
 				continue;
 		}
+		/*
+		 * a connection that never takes anything (its peer died before we
+		 * connected, or moved): look the name up again, as for a stall
+		 */
+		if (d->blocked_since && d->blocked_since + d->retry_us <= now) {
+			dest_lookup(ob, d, now);
+			d->blocked_since = now;
+			d->retry_us = d->retry_us * 2 > RETRY_MAX_US ? RETRY_MAX_US : d->retry_us * 2;
+		}
 		/* stalled: look the name up again, and send the window again */
 		if (d->head < d->next && d->ring[d->head & d->mask].sent + d->retry_us <= now) {
 			dest_lookup(ob, d, now);
@@ -462,6 +479,8 @@ maro_outbox_deadline(const struct maro_outbox *ob)
 			t = maro_now_us() + 50000;
 		if (d->head < d->next && d->ring[d->head & d->mask].sent + d->retry_us < t)
 			t = d->ring[d->head & d->mask].sent + d->retry_us;
+		if (d->blocked_since && d->blocked_since + d->retry_us < t)
+			t = d->blocked_since + d->retry_us;
 	}
 	return t;
 }

@@ -75,6 +75,27 @@ lines() { [ -f "$1" ] && wc -l < "$1" || echo 0; }
 	[ "$(lines second)" -gt 0 ]
 }
 
+@test "a sender connected to an endpoint that never answers finds the name's new inbox" {
+	# a live entry whose inbox is gone (a holder that advertises a dead endpoint)
+	bg 30 "$MARO_BIN/../tests/unit-tests" hold sink tcp://127.0.0.1:1 > hold.out 2>&1
+	holder=$BG_PID
+	wait_until 10 grep -qx "held sink" hold.out
+	bg 60 maro-send -v -p sink -t x -d hello --notification -W 30s 2> send.err
+	send=$BG_PID
+	wait_until 10 grep -q "connecting to 'sink' at tcp://127.0.0.1:1" send.err
+	# the holder leaves; a real receiver takes the name
+	kill -TERM "$(child_pid "$holder" unit-tests)"
+	wait_until 10 not_live sink
+	bg 30 maro-recv -n sink -C 1 -f payload > out
+	recv=$BG_PID
+	wait_exit "$send" 25
+	[ "$status" -eq 0 ]
+	wait_exit "$recv" 10
+	[ "$status" -eq 0 ]
+	[ "$(cat out)" = hello ]
+	[ "$(grep -c "connecting to 'sink'" send.err)" -eq 2 ]
+}
+
 @test "a second receiver of a held name fails and names the holder" {
 	bg 30 maro-recv -n worker.1 -f payload > /dev/null
 	wait_until 10 is_live worker.1
