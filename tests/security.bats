@@ -90,6 +90,26 @@ keyed_recv() {
 	grep -q "maro-recv: rejected [0-9]* connections\? without the group key" w.err
 }
 
+@test "a client that knows the public key but not the secret is refused by the receiver's ZAP handler" {
+	keyed_recv w 1
+	ep=$(maro-peers -f json | jq -r 'select(.name == "w") | .endpoint')
+	pub=$(sed -n 's/^public *= *//p' group.key)
+	[ "${#pub}" -eq 40 ]
+	run "$MARO_BIN/../tests/unit-tests" outsider "$ep" "$pub"
+	assert_success
+	assert_output refused
+	wait_until 5 grep -q "maro-recv: rejected [0-9]* connections\? without the group key" w.err
+	[ ! -s w.out ]
+	# the same client with the group's own pair is a member: its message is taken
+	sec=$(sed -n 's/^secret *= *//p' group.key)
+	run "$MARO_BIN/../tests/unit-tests" outsider "$ep" "$pub" "$pub" "$sec"
+	assert_success
+	assert_output acked
+	wait_exit "$RECV" 20
+	[ "$status" -eq 0 ]
+	[ "$(cat w.out)" = intruder ]
+}
+
 @test "a name registered by a process without the key receives nothing" {
 	# the intruder takes the name over; keyed senders cannot hand it anything
 	bg 30 maro-recv -n w --takeover -C 1 -W 20s -f payload > intruder.out 2> intruder.err

@@ -100,3 +100,52 @@ fixture_hostile(const char *endpoint)
 	printf("hostile: sent\n");
 	return 0;
 }
+
+/*
+ * unit-tests outsider ENDPOINT SERVER_PUBLIC_Z85: a CURVE client that knows
+ * the group's public key but not its secret: it presents a key pair of its
+ * own.  The handshake's cryptography succeeds; the receiver's ZAP handler
+ * must refuse it.  Sends one message and prints "acked" if an ACK came
+ * back within 3 s, else "refused".  Exit 0 either way.  With client_public
+ * and client_secret it presents those instead (the group's pair: a member,
+ * which shows that the refusal is the key's doing).
+ */
+int
+fixture_outsider(const char *ep, const char *server_public, const char *client_public,
+    const char *client_secret)
+{
+	void *ctx = zmq_ctx_new(), *s = zmq_socket(ctx, ZMQ_DEALER);
+	char pub[41], sec[41];
+	/* header, seq 1, length, then a notification: {"tag": "x", "payload": "intruder"} */
+	static const unsigned char msg[] = { 0xa2, 0x63, 't', 'a', 'g', 0x61, 'x', 0x67, 'p', 'a', 'y',
+		'l', 'o', 'a', 'd', 0x68, 'i', 'n', 't', 'r', 'u', 'd', 'e', 'r' };
+	unsigned char frame[4 + 12 + sizeof msg] = { 'm', 1, 'D', 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0,
+		sizeof msg };
+	zmq_pollitem_t it;
+	int linger = 0, acked = 0;
+
+	if (zmq_curve_keypair(pub, sec) != 0)
+		return 1;
+	if (client_public && client_secret) {
+		snprintf(pub, sizeof pub, "%s", client_public);
+		snprintf(sec, sizeof sec, "%s", client_secret);
+	}
+	zmq_setsockopt(s, ZMQ_CURVE_SERVERKEY, server_public, 40);
+	zmq_setsockopt(s, ZMQ_CURVE_PUBLICKEY, pub, 40);
+	zmq_setsockopt(s, ZMQ_CURVE_SECRETKEY, sec, 40);
+	zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
+	memcpy(frame + 16, msg, sizeof msg);
+	if (zmq_connect(s, ep) != 0)
+		return 1;
+	zmq_send(s, frame, sizeof frame, ZMQ_DONTWAIT);
+	it = (zmq_pollitem_t){ s, 0, ZMQ_POLLIN, 0 };
+	if (zmq_poll(&it, 1, 3000) == 1) {
+		char buf[64];
+
+		acked = zmq_recv(s, buf, sizeof buf, ZMQ_DONTWAIT) >= 3 && !memcmp(buf, "m\1A", 3);
+	}
+	puts(acked ? "acked" : "refused");
+	zmq_close(s);
+	zmq_ctx_term(ctx);
+	return 0;
+}
