@@ -52,15 +52,23 @@ lines() { [ -f "$1" ] && wc -l < "$1" || echo 0; }
 }
 
 @test "kill -9 of the receiver mid-stream: a new receiver gets the rest, nothing lost" {
-	numbers 1 100000 > in.cbor
+	# the sender reads a fifo: the second half exists only after the kill,
+	# however fast the first receiver took the first half
+	numbers 1 50000 > a.cbor
+	numbers 50001 100000 > b.cbor
+	mkfifo feed
 	bg 120 maro-recv -n sink -f payload > first
 	first=$BG_PID
-	bg 120 maro-send -p sink -W 100s < in.cbor
+	bg 120 sh -c 'maro-send -p sink -W 100s < feed'
 	send=$BG_PID
+	exec 5> feed
+	cat a.cbor >&5
 	wait_until 60 has_lines first 20000
 	kill -9 "$(child_pid "$first" maro-recv)"
 	bg 120 maro-recv -n sink --takeover -f payload > second
 	second=$BG_PID
+	cat b.cbor >&5
+	exec 5>&-
 	wait_exit "$send" 110
 	[ "$status" -eq 0 ]
 	kill -TERM "$(child_pid "$second" maro-recv)"
