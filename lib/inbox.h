@@ -25,6 +25,7 @@ struct maro_delivery {
 	struct maro_msg msg;	/* decoded views into p */
 	uint32_t peer;
 	uint64_t seq;
+	uint64_t id_hash;	/* of msg.message_id, for the duplicate filter; 0: not computed */
 };
 
 /*

@@ -515,19 +515,20 @@ void
 maro_uuid(char out[MARO_UUID_LEN + 1])
 {
 	static const char hex[] = "0123456789abcdef";
+	/* where each byte's two digits go: the dashes sit at 8, 13, 18 and 23 */
+	static const uint8_t at[16] = { 0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34 };
 	uint8_t u[16];
-	size_t i, o = 0;
+	size_t i;
 
 	random_bytes(u, sizeof u);
 	u[6] = (u[6] & 0x0f) | 0x40;
 	u[8] = (u[8] & 0x3f) | 0x80;
 	for (i = 0; i < 16; i++) {
-		if (i == 4 || i == 6 || i == 8 || i == 10)
-			out[o++] = '-';
-		out[o++] = hex[u[i] >> 4];
-		out[o++] = hex[u[i] & 15];
+		out[at[i]] = hex[u[i] >> 4];
+		out[at[i] + 1] = hex[u[i] & 15];
 	}
-	out[o] = '\0';
+	out[8] = out[13] = out[18] = out[23] = '-';
+	out[MARO_UUID_LEN] = '\0';
 }
 
 void
