@@ -10,9 +10,13 @@
 #define LOOKUP_AGAIN_US 100000
 #define RETRY_MAX_US 5000000
 
+/* an acknowledged entry keeps a buffer this small for the next message in its slot */
+#define KEEP_BYTES 512
+
 struct entry {
 	uint8_t *p;
 	uint32_t n;
+	uint32_t cap;		/* of p, which may outlive its message (KEEP_BYTES) */
 	uint8_t acked;
 	uint8_t sid_known;	/* sid_hash computed (by the first settle that looked) */
 	int64_t sent;
@@ -46,6 +50,7 @@ struct dest {
 	size_t mask;
 	struct entry *ring;
 	size_t unacked;
+	size_t bytes;		/* of the unacknowledged messages */
 };
 
 struct maro_outbox {
@@ -99,10 +104,10 @@ maro_outbox_new(struct maro_ctx *c, maro_outbox_fail_fn *fail, maro_outbox_ack_f
 static void
 dest_free(struct maro_outbox *ob, struct dest *d)
 {
-	uint64_t s;
+	size_t i;
 
-	for (s = d->head; s < d->tail; s++)
-		free(d->ring[s & d->mask].p);
+	for (i = 0; i <= d->mask; i++)
+		free(d->ring[i].p);
 	if (d->sock)
 		ob->c->driver->close(d->sock, 0);
 	free(d->ring);
@@ -168,7 +173,8 @@ maro_outbox_ready(struct maro_outbox *ob, const char *name)
 {
 	struct dest *d = dest_get(ob, name, 0);
 
-	return !d || d->tail - d->head < ob->c->window;
+	return !d || (d->tail - d->head < ob->c->window &&
+	    (d->unacked == 0 || d->bytes < ob->c->window_bytes));
 }
 
 int
@@ -179,14 +185,24 @@ maro_outbox_put(struct maro_outbox *ob, const char *name, const uint8_t *p, size
 
 	if (!d)
 		return -1;
-	if (d->tail - d->head >= ob->c->window || n > UINT32_MAX) {
+	/* the byte window lets one message of any size in when nothing is in flight */
+	if (d->tail - d->head >= ob->c->window || n > UINT32_MAX ||
+	    (d->unacked && d->bytes >= ob->c->window_bytes)) {
 		errno = n > UINT32_MAX ? EMSGSIZE : EAGAIN;
 		return -1;
 	}
 	e = &d->ring[d->tail & d->mask];
-	e->p = malloc(n ? n : 1);
-	if (!e->p)
-		return -1;
+	/* the slot's last buffer, when it fits: no allocation per message */
+	if (!e->p || e->cap < n) {
+		free(e->p);
+		e->cap = 0;
+		size_t want = n < 128 ? 128 : n;	/* its neighbours are about as big */
+
+		e->p = malloc(want);
+		if (!e->p)
+			return -1;
+		e->cap = (uint32_t)want;
+	}
 	memcpy(e->p, p, n);
 	e->n = (uint32_t)n;
 	e->acked = 0;
@@ -194,6 +210,7 @@ maro_outbox_put(struct maro_outbox *ob, const char *name, const uint8_t *p, size
 	e->sent = 0;
 	d->tail++;
 	d->unacked++;
+	d->bytes += n;
 	ob->pending++;
 	return 0;
 }
@@ -201,10 +218,14 @@ maro_outbox_put(struct maro_outbox *ob, const char *name, const uint8_t *p, size
 static void
 entry_done(struct maro_outbox *ob, struct dest *d, struct entry *e)
 {
-	free(e->p);
-	e->p = NULL;
+	if (e->cap > KEEP_BYTES) {
+		free(e->p);
+		e->p = NULL;
+		e->cap = 0;
+	}
 	e->acked = 1;
 	d->unacked--;
+	d->bytes -= e->n;
 	ob->pending--;
 }
 

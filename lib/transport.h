@@ -41,6 +41,7 @@ struct maro_ctx {
 	char ipc_dir[512];
 	struct maro_cbor_limits limits;
 	size_t window;				/* unacknowledged messages per peer */
+	size_t window_bytes;			/* and their bytes (one message may exceed it) */
 	int64_t retry_us;			/* resend an unacknowledged message after this */
 	unsigned serial;			/* for unique ipc paths */
 	size_t max_pending;			/* sessions awaiting replies, per requester */
@@ -55,7 +56,8 @@ struct maro_ctx_opts {
 	const char *transport;		/* NULL: $MARO_TRANSPORT: "tcp" or "ipc" */
 	size_t max_message;		/* 0: $MARO_MAX_SIZE, else 16 MiB */
 	size_t window;			/* 0: $MARO_WINDOW, else 4096 */
-	/* from the environment only: MARO_MAX_DEPTH (64), MARO_MAX_PENDING (65536) */
+	/* from the environment only: MARO_MAX_DEPTH (64), MARO_MAX_PENDING (65536),
+	 * MARO_WINDOW_BYTES (4 MiB) */
 	const char *keyfile;		/* NULL: $MARO_KEYFILE; NULL or "": no CURVE */
 };
 

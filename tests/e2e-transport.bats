@@ -83,6 +83,35 @@ lines() { [ -f "$1" ] && wc -l < "$1" || echo 0; }
 	[ "$(lines second)" -gt 0 ]
 }
 
+@test "a stalled receiver holds a sender of large messages to MARO_WINDOW_BYTES, and then gets them all" {
+	# 100 messages of 64 KiB; 4 of them fill a 256 KiB byte window
+	printf '{"tag":"n","session_type":"notification","payload":"%s"}\n' "$(head -c 65536 /dev/zero | tr '\0' x)" |
+		maro-msg -i json > one.cbor
+	bg 60 maro-recv -n sink -C 100 -f cbor > out
+	recv=$BG_PID
+	wait_until 10 is_live sink
+	kill -STOP "$(child_pid "$recv" maro-recv)"
+	mkfifo feed
+	# the feeder counts the messages the sender has taken from its pipe
+	bg 60 sh -c 'i=0; while [ $i -lt 100 ]; do cat one.cbor || exit 1; i=$((i + 1)); echo $i > fed; done > feed'
+	feeder=$BG_PID
+	MARO_WINDOW_BYTES=262144 bg 60 sh -c 'maro-send -p sink -q -W 50s < feed 2> send.err'
+	send=$BG_PID
+	wait_until 10 has_lines fed 1
+	wait_until 10 [ "$(cat fed)" -ge 4 ]
+	# not readiness: a second in which the sender must take no more than
+	# its window, the pipe's 64 KiB and one read buffer
+	sleep 1
+	echo "# taken while the receiver stalls: $(cat fed) of 100" >&3
+	[ "$(cat fed)" -le 12 ]
+	kill -CONT "$(child_pid "$recv" maro-recv)"
+	wait_exit "$send" 50
+	[ "$status" -eq 0 ] || { cat send.err; false; }
+	wait_exit "$recv" 10
+	[ "$status" -eq 0 ]
+	[ "$(maro-msg -f json < out | wc -l)" -eq 100 ]
+}
+
 @test "a sender connected to an endpoint that never answers finds the name's new inbox" {
 	# a live entry whose inbox is gone (a holder that advertises a dead endpoint)
 	bg 30 "$MARO_BIN/../tests/unit-tests" hold sink tcp://127.0.0.1:1 > hold.out 2>&1
