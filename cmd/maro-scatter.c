@@ -60,8 +60,13 @@ static const struct option longopts[] = {
 /* tasks read ahead of the peers, at most */
 #define QUEUE_MAX 1024
 
+/*
+ * A task lives from its input until its reply is written (with --async,
+ * until its delivery is acknowledged); then it is freed and its slot in
+ * tasks[] is NULL, so that a long run holds only the tasks still open.
+ */
 struct task {
-	uint8_t *msg;		/* the request as read, filled in; freed when answered */
+	uint8_t *msg;		/* the request as read, filled in */
 	size_t n;
 	char session[128];
 	size_t peer;		/* where it is in flight, or NO_PEER */
@@ -83,11 +88,14 @@ struct scatter {
 	const char *name, *prefix, *tag;
 	unsigned window;
 	int ordered, async, json_lines, quiet, tty;
+	/* task i (counted from 0 over the run) is tasks[i - base], or NULL once finished */
 	struct task **tasks;
-	size_t ntasks, cap, ndone, next_out;
+	size_t base, ntasks, cap, ndone, next_out;
+	size_t first;			/* tasks before it are all finished */
 	struct maro_strset by_session;	/* session id -> task index */
-	size_t *requeue;		/* tasks whose peer died */
-	size_t nrequeue, requeue_cap;
+	/* tasks waiting for a peer: requeue[rq_head .. nrequeue) */
+	size_t *requeue;
+	size_t rq_head, nrequeue, requeue_cap;
 	struct peer *peers;
 	size_t npeers, rr;
 	struct maro_writer w;
@@ -121,15 +129,60 @@ output(struct scatter *s, const uint8_t *p, size_t n)
 		s->out_error = errno;
 }
 
+static struct task *
+task_at(const struct scatter *s, size_t i)
+{
+	return i >= s->base && i < s->ntasks ? s->tasks[i - s->base] : NULL;
+}
+
+/*
+ * Task i is finished: free it, and once the oldest tasks are all finished
+ * move the open ones to the front of tasks[].
+ */
+static void
+task_free(struct scatter *s, size_t i)
+{
+	struct task *t = task_at(s, i);
+
+	if (!t)
+		return;
+	maro_strset_take(&s->by_session, t->session, strlen(t->session));
+	free(t->msg);
+	free(t->reply);
+	free(t);
+	s->tasks[i - s->base] = NULL;
+	while (s->first < s->ntasks && !s->tasks[s->first - s->base])
+		s->first++;
+	if (s->first - s->base >= 1024 && s->first - s->base >= (s->ntasks - s->base) / 2) {
+		memmove(s->tasks, s->tasks + (s->first - s->base), (s->ntasks - s->first) * sizeof *s->tasks);
+		s->base = s->first;
+	}
+}
+
 static void
 on_ack(void *arg, const char *dest, const uint8_t *p, size_t n)
 {
 	struct scatter *s = arg;
+	struct maro_msg m;
+	struct maro_err err;
+	uint64_t i;
+	struct task *t;
 
 	(void)dest;
 	s->delivered++;
-	if (s->async)
-		output(s, p, n);
+	if (!s->async)
+		return;
+	output(s, p, n);
+	/* delivered: the task is done, and a peer that leaves later owes nothing */
+	if (maro_msg_decode(&m, p, n, &err) < 0 ||
+	    !maro_strset_get(&s->by_session, m.session_id.p, m.session_id.n, &i) ||
+	    !(t = task_at(s, i)) || t->done)
+		return;
+	t->done = 1;
+	s->ndone++;
+	if (t->peer != NO_PEER && s->peers[t->peer].inflight)
+		s->peers[t->peer].inflight--;
+	task_free(s, i);
 }
 
 static size_t
@@ -152,6 +205,11 @@ peer_find(struct scatter *s, const char *name, int add)
 static void
 queue_task(struct scatter *s, size_t i)
 {
+	if (s->rq_head && s->rq_head >= s->nrequeue / 2) {
+		memmove(s->requeue, s->requeue + s->rq_head, (s->nrequeue - s->rq_head) * sizeof *s->requeue);
+		s->nrequeue -= s->rq_head;
+		s->rq_head = 0;
+	}
 	if (s->nrequeue == s->requeue_cap) {
 		s->requeue_cap = s->requeue_cap ? s->requeue_cap * 2 : 64;
 		s->requeue = xrealloc(s->requeue, s->requeue_cap * sizeof *s->requeue);
@@ -184,10 +242,10 @@ peer_lost(struct scatter *s, size_t p)
 
 	s->peers[p].live = 0;
 	maro_outbox_drop(s->ob, s->peers[p].name);
-	for (i = 0; i < s->ntasks; i++) {
-		struct task *t = s->tasks[i];
+	for (i = s->base; i < s->ntasks; i++) {
+		struct task *t = task_at(s, i);
 
-		if (t->done || t->peer != p)
+		if (!t || t->done || t->peer != p)
 			continue;
 		t->peer = NO_PEER;
 		queue_task(s, i);
@@ -246,7 +304,7 @@ pick_peer(struct scatter *s)
 static int
 dispatch(struct scatter *s, size_t i, size_t p)
 {
-	struct task *t = s->tasks[i];
+	struct task *t = task_at(s, i);
 	struct maro_msg m;
 	struct maro_err err;
 	char dest[MARO_NAME_MAX + 1];
@@ -325,13 +383,13 @@ add_task(struct scatter *s, const uint8_t *p, size_t n, struct maro_err *err)
 	t->n = msg.len;
 	t->peer = NO_PEER;
 	snprintf(t->session, sizeof t->session, "%.*s", (int)m.session_id.n, m.session_id.p);
-	if (s->ntasks == s->cap) {
+	if (s->ntasks - s->base == s->cap) {
 		s->cap = s->cap ? s->cap * 2 : 256;
 		s->tasks = xrealloc(s->tasks, s->cap * sizeof *s->tasks);
 	}
-	s->tasks[s->ntasks] = t;
-	if (!s->async && (maro_strset_put(&s->by_session, t->session, strlen(t->session), s->ntasks) < 0 ||
-	    maro_requester_expect(&s->rq, maro_str_c(t->session), 1) < 0))
+	s->tasks[s->ntasks - s->base] = t;
+	if (maro_strset_put(&s->by_session, t->session, strlen(t->session), s->ntasks) < 0 ||
+	    (!s->async && maro_requester_expect(&s->rq, maro_str_c(t->session), 1) < 0))
 		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
 	s->ntasks++;
 	rc = 0;
@@ -346,10 +404,8 @@ task_answered(struct scatter *s, struct maro_delivery *d)
 	uint64_t i;
 	struct task *t;
 
-	if (!maro_strset_get(&s->by_session, d->msg.session_id.p, d->msg.session_id.n, &i))
-		return;
-	t = s->tasks[i];
-	if (t->done)
+	if (!maro_strset_get(&s->by_session, d->msg.session_id.p, d->msg.session_id.n, &i) ||
+	    !(t = task_at(s, i)) || t->done)
 		return;
 	t->done = 1;
 	s->ndone++;
@@ -361,6 +417,7 @@ task_answered(struct scatter *s, struct maro_delivery *d)
 	t->msg = NULL;
 	if (!s->ordered) {
 		output(s, d->p, d->n);
+		task_free(s, i);
 		return;
 	}
 	t->reply = malloc(d->n);
@@ -368,12 +425,11 @@ task_answered(struct scatter *s, struct maro_delivery *d)
 		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
 	memcpy(t->reply, d->p, d->n);
 	t->reply_n = d->n;
-	while (s->next_out < s->ntasks && s->tasks[s->next_out]->done) {
-		struct task *o = s->tasks[s->next_out++];
+	while (s->next_out < s->ntasks && task_at(s, s->next_out)->done) {
+		struct task *o = task_at(s, s->next_out);
 
 		output(s, o->reply, o->reply_n);
-		free(o->reply);
-		o->reply = NULL;
+		task_free(s, s->next_out++);
 	}
 }
 
@@ -393,9 +449,9 @@ say_missing(struct scatter *s)
 {
 	size_t i, k = 0;
 
-	for (i = 0; i < s->ntasks; i++)
-		if (!s->tasks[i]->done && k++ < 40 && !s->quiet)
-			maro_warn("no reply in session %s", s->tasks[i]->session);
+	for (i = s->base; i < s->ntasks; i++)
+		if (task_at(s, i) && !task_at(s, i)->done && k++ < 40 && !s->quiet)
+			maro_warn("no reply in session %s", task_at(s, i)->session);
 }
 
 /* Next input item: a CBOR message, or with -t one line.  1, 0 (none yet / end), -1 error. */
@@ -524,7 +580,7 @@ main(int argc, char **argv)
 		}
 		maro_outbox_run(s.ob);	/* acknowledgements make room */
 		/* read ahead: input becomes queued tasks, a bounded number of them */
-		while (!input_done && s.nrequeue < QUEUE_MAX) {
+		while (!input_done && s.nrequeue - s.rq_head < QUEUE_MAX) {
 			const uint8_t *ip;
 			size_t n;
 			uint64_t off;
@@ -556,16 +612,23 @@ main(int argc, char **argv)
 			next_refresh = now + 250000;
 		}
 		/* give work: the queue holds re-queued tasks first, then new ones */
-		while (s.nrequeue) {
+		while (s.rq_head < s.nrequeue) {
+			struct task *t = task_at(&s, s.requeue[s.rq_head]);
+
+			/* answered after its peer was given up on: nothing to send */
+			if (!t || t->done) {
+				s.rq_head++;
+				continue;
+			}
 			if (!s.prefix)
 				p = NO_PEER;
 			else if ((p = pick_peer(&s)) == NO_PEER && s.async)
 				p = any_live_peer(&s);
 			if (s.prefix && p == NO_PEER)
 				break;
-			if (dispatch(&s, s.requeue[0], p) < 0)
+			if (dispatch(&s, s.requeue[s.rq_head], p) < 0)
 				break;	/* that peer's outbox window is full */
-			memmove(s.requeue, s.requeue + 1, --s.nrequeue * sizeof *s.requeue);
+			s.rq_head++;
 			moved = 1;
 		}
 		maro_outbox_run(s.ob);
@@ -587,7 +650,7 @@ main(int argc, char **argv)
 		if (s.rq.inbox)
 			maro_inbox_flush(s.rq.inbox);
 		progress(&s, 0);
-		if (input_done && !s.nrequeue &&
+		if (input_done && s.rq_head == s.nrequeue &&
 		    (s.async ? maro_outbox_pending(s.ob) == 0 : s.ndone == s.ntasks))
 			break;
 		if (maro_signal) {
@@ -604,7 +667,7 @@ main(int argc, char **argv)
 				maro_registry_heartbeat(s.c->reg);
 			next_hb = now + 1000000;
 		}
-		if (!input_done && s.nrequeue < QUEUE_MAX) {
+		if (!input_done && s.nrequeue - s.rq_head < QUEUE_MAX) {
 			stdin_at = nitems;
 			items[nitems++] = (zmq_pollitem_t){ NULL, STDIN_FILENO, ZMQ_POLLIN, 0 };
 		}
@@ -655,10 +718,12 @@ main(int argc, char **argv)
 	maro_info("%zu tasks, %zu answered, %llu resent, %llu stray replies", s.ntasks, s.ndone,
 	    (unsigned long long)maro_outbox_resent(s.ob), (unsigned long long)s.rq.strays);
 out:
-	for (size_t i = 0; i < s.ntasks; i++) {
-		free(s.tasks[i]->msg);
-		free(s.tasks[i]->reply);
-		free(s.tasks[i]);
+	for (size_t i = s.base; i < s.ntasks; i++) {
+		if (task_at(&s, i)) {
+			free(task_at(&s, i)->msg);
+			free(task_at(&s, i)->reply);
+			free(task_at(&s, i));
+		}
 	}
 	free(s.tasks);
 	free(s.requeue);

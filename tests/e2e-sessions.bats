@@ -159,6 +159,33 @@ live() { maro-peers -f json | grep -c "\"$1" || :; }
 	[ "$(jq -r 'select(.source == "worker.2") | .payload' out | wc -l)" -gt 0 ] || { cat err; jq -r .source out | sort | uniq -c; false; }
 }
 
+@test "scatter: a task answered by a peer it had given up on is not sent again" {
+	# worker.1's handler answers only once the file 'go' exists
+	bg 60 sh -c 'maro-recv -n worker.1 -f json |
+		while read -r task; do
+			echo "$task" > got
+			while [ ! -e go ]; do sleep 0.02; done
+			echo "$task" | jq -c --unbuffered ".payload |= . * 2"
+		done | maro-msg reply -n worker.1 -i json | maro-send'
+	w1=$BG_PID
+	wait_until 10 live_is worker. 1
+	bg 60 sh -c 'echo 21 | maro-scatter -P worker -t double --json-lines -W 50s -f payload > out 2> err'
+	scatter=$BG_PID
+	wait_until 10 [ -s got ]
+	# stopped, worker.1's entry expires: the task waits for another peer
+	kill -STOP "$(child_pid "$w1" maro-recv)"
+	wait_until 20 grep -q "peer 'worker.1' left with 1 unanswered task" err
+	# the handler answers anyway; then another peer joins
+	touch go
+	wait_until 10 has_lines out 1
+	worker worker.2
+	wait_exit "$scatter" 50
+	[ "$status" -eq 0 ] || { cat err; false; }
+	run cat out
+	assert_output 42
+	kill -CONT "$(child_pid "$w1" maro-recv)"
+}
+
 @test "scatter --ordered writes replies in input order" {
 	worker worker.1
 	worker worker.2
@@ -178,6 +205,30 @@ live() { maro-peers -f json | grep -c "\"$1" || :; }
 	run timeout 30 maro-recv -n master --sessions-from sent -W 20s -f payload
 	assert_success
 	[ "$(printf '%s\n' "${lines[@]}" | sort -n)" = "$(seq 2 2 20)" ]
+}
+
+@test "iscatter: tasks delivered to a peer that leaves later are not sent again" {
+	bg 60 maro-recv -n worker.1 -f payload > w1
+	w1=$BG_PID
+	wait_until 10 live_is worker. 1
+	mkfifo feed
+	bg 60 sh -c 'maro-scatter -n master -P worker -t n --async -W 50s < feed > sent 2> err'
+	scatter=$BG_PID
+	exec 5> feed
+	seq 1 5 >&5
+	wait_until 10 has_lines w1 5
+	kill -TERM "$(child_pid "$w1" maro-recv)"
+	bg 60 maro-recv -n worker.2 -f payload > w2
+	wait_until 10 is_live worker.2
+	wait_until 10 not_live worker.1
+	seq 6 10 >&5
+	exec 5>&-
+	wait_exit "$scatter" 50
+	[ "$status" -eq 0 ] || { cat err; false; }
+	[ "$(maro-msg -f json < sent | wc -l)" -eq 10 ]
+	wait_until 10 has_lines w2 5
+	run cat w2
+	assert_output "$(seq 6 10)"
 }
 
 @test "bcast to 16 peers collects 16 replies with 16 distinct sources" {
