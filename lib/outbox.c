@@ -45,6 +45,7 @@ struct dest {
 	int64_t next_lookup;
 	int64_t retry_us;
 	int64_t blocked_since;	/* the socket refused what we had to send (EAGAIN) since then; 0: no */
+	int64_t missing_since;	/* the name has had no entry since then; 0: it has one */
 	/* [head, tail) in the window; [head, next) sent at least once */
 	uint64_t head, next, tail;
 	size_t mask;
@@ -340,10 +341,20 @@ dest_lookup(struct maro_outbox *ob, struct dest *d, int64_t now)
 	if (rc < 0)
 		return;		/* registry unreachable: keep what we have, ask again */
 	if (rc == 0 || !maro_endpoint_valid(e.endpoint)) {
-		if (d->name[0] == '~')
+		/*
+		 * a reply inbox never comes back under its name once its
+		 * requester is gone; but a registry that restarted has lost
+		 * every entry until their owners' next heartbeat: wait a TTL
+		 */
+		if (!d->missing_since)
+			d->missing_since = now;
+		if (d->name[0] == '~' && now - d->missing_since >= maro_registry_ttl_ms(ob->c->reg) * 1000) {
 			dest_fail(ob, d, "the requester's reply inbox is gone");
+			d->missing_since = 0;
+		}
 		return;
 	}
+	d->missing_since = 0;
 	if (!d->sock || strcmp(e.endpoint, d->endpoint) != 0)
 		dest_connect(ob, d, e.endpoint);
 	d->next_lookup = INT64_MAX;

@@ -516,6 +516,12 @@ maro_registry_local_address(const struct maro_registry *r)
 	return r->be->local_address ? r->be->local_address(r) : NULL;
 }
 
+int64_t
+maro_registry_ttl_ms(const struct maro_registry *r)
+{
+	return r->ttl_ms;
+}
+
 static ssize_t
 own_index(const struct maro_registry *r, const char *name)
 {

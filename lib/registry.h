@@ -78,6 +78,8 @@ const char *maro_registry_kind(const struct maro_registry *r);
  * address to advertise (the one peers route to).  NULL for dir.
  */
 const char *maro_registry_local_address(const struct maro_registry *r);
+/* How long this process's entries outlive their last heartbeat (ms). */
+int64_t maro_registry_ttl_ms(const struct maro_registry *r);
 
 /*
  * Registers e->name (e->type, e->endpoint, e->info are the caller's; host,

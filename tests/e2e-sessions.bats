@@ -123,6 +123,33 @@ live() { maro-peers -f json | grep -c "\"$1" || :; }
 	assert_output --partial "gone"
 }
 
+@test "a reply whose requester's entry was lost with Redis's data waits for it to register again" {
+	[ "$MARO_TEST_BACKEND" = redis ] || skip "needs the redis backend"
+	port=$(cat "$BATS_FILE_TMPDIR/redis/redis.port")
+	# worker.1's handler answers only once the file 'go' exists
+	bg 60 sh -c 'maro-recv -n worker.1 -f json |
+		while read -r task; do
+			echo "$task" > got
+			while [ ! -e go ]; do sleep 0.02; done
+			echo "$task" | jq -c --unbuffered ".payload |= . * 2"
+		done | maro-msg reply -n worker.1 -i json | maro-send -W 30s 2> reply.err'
+	wait_until 10 live_is worker. 1
+	bg 60 sh -c 'maro-send -p worker.1 -t double --json 21 -f payload -W 30s > out 2> err'
+	send=$BG_PID
+	wait_until 10 [ -s got ]
+	# every entry gone (as after a restart), and the requester cannot
+	# register again before the reply looks for it
+	kill -STOP "$(child_pid "$send" maro-send)"
+	[ "$(redis-cli -p "$port" flushall)" = OK ]
+	touch go
+	sleep 0.5	# not readiness: time for the reply to look and not find
+	kill -CONT "$(child_pid "$send" maro-send)"
+	wait_exit "$send" 40
+	[ "$status" -eq 0 ] || { cat err reply.err; false; }
+	run cat out
+	assert_output 42
+}
+
 @test "scatter: 1000 tasks over 4 workers, one killed half way: each answered once" {
 	for i in 1 2 3 4; do worker "worker.$i"; eval "w$i=\$WORKER"; done
 	wait_until 10 live_is worker. 4
