@@ -1,0 +1,230 @@
+#!/usr/bin/env bats
+# Several hosts on one machine: network namespaces on a private bridge, a
+# redis-server on a host of its own, workers on two hosts, a master on a
+# fourth.  One worker host loses its link in the middle of a scatter.
+#
+# The bridge lives in a namespace of its own (the "hub"), so nothing is added
+# to the root namespace and parallel runs, whose namespaces carry the pid of
+# their bats process, can use the same addresses without meeting.
+
+load helpers
+
+# The hosts and their addresses on the bridge (10.77.0.0/24, ours alone).
+NET=10.77.0
+declare -gA ADDR=([redis]=$NET.1 [master]=$NET.2 [wa]=$NET.3 [wb]=$NET.4)
+HOSTS="redis master wa wb"
+
+# on HOST CMD...: run CMD on HOST: in its network namespace, and in a UTS
+# namespace of its own whose host name is HOST (what heartbeats and
+# maro-pool's job names carry).  ip netns exec, unshare and sh all exec, so
+# a pid taken from it is CMD's own.
+HOSTED='hostname "$0" && exec "$@"'
+on() {
+	local host=$1
+	shift
+	ip netns exec "$NETNS-$host" unshare --uts sh -c "$HOSTED" "$host" "$@"
+}
+
+# on_bg SECONDS HOST CMD...: bg (bounded, killed by pid at teardown) on HOST.
+on_bg() {
+	local limit=$1 host=$2
+	shift 2
+	bg "$limit" ip netns exec "$NETNS-$host" unshare --uts sh -c "$HOSTED" "$host" "$@"
+}
+
+# Everything setup_file made is listed in $BATS_FILE_TMPDIR/made, so that
+# net_down removes exactly that, whatever point setup_file reached.
+net_down() {
+	local made=$BATS_FILE_TMPDIR/made kind what pid i
+	[ -f "$made" ] || return 0
+	# processes first: a namespace lives on while a process is in it
+	while read -r kind what; do
+		[ "$kind" = pid ] || continue
+		kill -TERM -- "-$what" 2>/dev/null || kill -TERM "$what" 2>/dev/null || :
+		for i in $(seq 150); do
+			kill -0 "$what" 2>/dev/null || break
+			sleep 0.02
+		done
+		kill -KILL -- "-$what" 2>/dev/null || kill -KILL "$what" 2>/dev/null || :
+	done < "$made"
+	while read -r kind what; do
+		[ "$kind" = netns ] || continue
+		# anything still in a namespace of ours was started by this suite
+		for pid in $(ip netns pids "$what" 2>/dev/null); do
+			kill -KILL "$pid" 2>/dev/null || :
+		done
+		# deleting the hub takes the bridge and every veth pair with it
+		ip netns delete "$what" 2>/dev/null || :
+	done < "$made"
+	rm -f "$made"
+}
+
+net_up() {
+	local made=$BATS_FILE_TMPDIR/made host ns
+	ns=$NETNS-hub
+	ip netns add "$ns" || return 1
+	echo "netns $ns" >> "$made"
+	ip -n "$ns" link set lo up &&
+		ip -n "$ns" link add br0 type bridge &&
+		ip -n "$ns" link set br0 up || return 1
+	for host in $HOSTS; do
+		ns=$NETNS-$host
+		ip netns add "$ns" || return 1
+		echo "netns $ns" >> "$made"
+		# the veth pair is made across the two namespaces at once: its
+		# ends never appear in the root namespace
+		ip -n "$NETNS-hub" link add "v-$host" type veth peer name eth0 netns "$ns" &&
+			ip -n "$NETNS-hub" link set "v-$host" master br0 up &&
+			ip -n "$ns" link set lo up &&
+			ip -n "$ns" addr add "${ADDR[$host]}/24" dev eth0 &&
+			ip -n "$ns" link set eth0 up || return 1
+	done
+}
+
+redis_ready() {
+	[ "$(on master timeout 2 redis-cli -h "${ADDR[redis]}" -p 6379 ping 2>/dev/null)" = PONG ]
+}
+
+# bats runs no skip in setup_file: setup_file says why it could not make
+# the hosts in NO_HOSTS, and every test skips with that reason.
+setup_file() {
+	export NETNS=maro$$ NO_HOSTS=
+	if [ "$(id -u)" -ne 0 ]; then
+		NO_HOSTS="network namespaces need root"
+	elif ! command -v ip > /dev/null; then
+		NO_HOSTS="ip(8) (iproute2) is not installed"
+	elif ! command -v redis-server > /dev/null; then
+		NO_HOSTS="redis-server is not installed"
+	elif ! net_up 2> "$BATS_FILE_TMPDIR/net.err"; then
+		net_down
+		NO_HOSTS="cannot make network namespaces: $(head -n 1 "$BATS_FILE_TMPDIR/net.err")"
+	fi
+	[ -z "$NO_HOSTS" ] || return 0
+	# The registry host: nothing persisted, reachable from the other
+	# hosts (hence no protected mode); bounded like every process here.
+	timeout -k 2 300 ip netns exec "$NETNS-redis" redis-server --port 6379 \
+		--bind "${ADDR[redis]}" --protected-mode no --save '' --appendonly no \
+		--dir "$BATS_FILE_TMPDIR" --logfile "$BATS_FILE_TMPDIR/redis.log" \
+		< /dev/null > /dev/null 2>&1 3>&- &
+	echo "pid $!" >> "$BATS_FILE_TMPDIR/made"
+	# readiness from another host: the bridge and the server both work
+	wait_until 10 redis_ready || {
+		cat "$BATS_FILE_TMPDIR/redis.log" >&2
+		return 1
+	}
+}
+
+teardown_file() { net_down; }
+
+setup() {
+	[ -z "$NO_HOSTS" ] || skip "$NO_HOSTS"
+	export MARO_GROUP="t$BATS_SUITE_TEST_NUMBER-$$"
+	export MARO_REGISTRY="redis://${ADDR[redis]}:6379/0"
+	# dead entries go after 2 s, so a host cut off is noticed quickly
+	export MARO_TTL=2s
+	cd "$BATS_TEST_TMPDIR"
+}
+
+teardown() {
+	[ -z "$NO_HOSTS" ] || return 0
+	# a test that cut a link gets it back before its workers are stopped:
+	# they leave the registry at once instead of timing out against it
+	ip -n "$NETNS-hub" link set v-wa up 2>/dev/null || :
+	default_teardown
+}
+
+# cut HOST / mend HOST: take HOST's link down / up on the bridge side; HOST
+# keeps its address and its sockets, and hears nothing more (a cable pulled).
+cut() { ip -n "$NETNS-hub" link set "v-$1" down; }
+mend() { ip -n "$NETNS-hub" link set "v-$1" up; }
+
+# The worker's coprocess squares each number; it writes each task it reads
+# to recv.NAME first, so the test knows what a host had in hand.
+SQUARE='while read x; do echo "$x" >> "recv.$MARO_NAME"; sleep ${SQ_DELAY:-0}; echo $((x * x)); done'
+
+# workers HOST N: a maro-pool of N square workers on HOST, named
+# worker.HOST.1..N by the pool.
+workers() {
+	on_bg 60 "$1" maro-pool -n "$2" -T worker -- \
+		maro-dist --raw --co 'master:sq:1' "$SQUARE" 2>> "pool.$1.err"
+}
+
+# peers_on PREFIX N: exactly N live peers named PREFIX*, seen from master.
+peers_on() { [ "$(on master timeout 10 maro-peers -P "$1" -f json | wc -l)" -eq "$2" ]; }
+
+# squares N: 1, 4, ... N*N, sorted as text (the way sort sorts them).
+squares() { seq "$1" | while read -r x; do echo $((x * x)); done | sort; }
+
+@test "a worker host cut off mid-scatter: its tasks go to the other host, each answered once" {
+	# long enough that the cut lands while work is in flight on every host
+	export SQ_DELAY=0.03
+	workers wa 3
+	workers wb 3
+	run on master timeout 25 maro-peers -e worker=6 -W 20s -q
+	assert_success
+	on_bg 60 master sh -c 'seq 300 | maro-scatter -n master -P worker -t sq --window 2 -W 60s -f json > out 2> err'
+	scatter=$BG_PID
+	wait_until 30 has_lines out 60
+	cut wa
+	# wa's entries expire (TTL 2 s) once its heartbeats stop reaching Redis
+	wait_until 6 peers_on worker.wa 0
+	peers_on worker.wb 3
+	wait_exit "$scatter" 60
+	[ "$status" -eq 0 ] || { cat err; false; }
+	[ "$(wc -l < out)" -eq 300 ]
+	# every square once: nothing lost, nothing answered twice
+	jq -r .payload out | sort | uniq -d > dup
+	[ ! -s dup ] || { echo "answered twice: $(cat dup)"; false; }
+	jq -r .payload out | sort | cmp - <(squares 300)
+	# both hosts did work before the cut
+	[ "$(jq -r 'select(.source | startswith("worker.wa.")) | .payload' out | wc -l)" -gt 0 ]
+	# the tasks wa had in hand when it was cut, never answered from wa,
+	# were answered by wb
+	cat recv.worker.wa.* | sort -u > wa.took
+	jq -r 'select(.source | startswith("worker.wa.")) | .payload | tonumber | sqrt | floor' out | sort -u > wa.answered
+	comm -23 wa.took wa.answered > moved
+	[ -s moved ] || { echo "wa had nothing in flight at the cut"; false; }
+	jq -r 'select(.source | startswith("worker.wb.")) | .payload | tonumber | sqrt | floor' out | sort -u > wb.answered
+	missing=$(comm -23 moved wb.answered)
+	[ -z "$missing" ] || { echo "moved but not answered by wb: $missing"; false; }
+}
+
+@test "each host's workers advertise their own host's address" {
+	workers wa 1
+	workers wb 1
+	run on master timeout 25 maro-peers -e worker=2 -W 20s -q
+	assert_success
+	run on master timeout 10 maro-peers -P worker -f json
+	assert_success
+	[ "${#lines[@]}" -eq 2 ]
+	endpoint() { printf '%s\n' "${lines[@]}" | jq -r "select(.name == \"$1\") | .endpoint"; }
+	[[ "$(endpoint worker.wa.1)" == "tcp://${ADDR[wa]}:"* ]]
+	[[ "$(endpoint worker.wb.1)" == "tcp://${ADDR[wb]}:"* ]]
+	# the cluster summary sees two hosts, each with its pool and worker
+	run on master timeout 10 maro-peers --status -f json
+	assert_success
+	[ "$(echo "$output" | jq -r '.host_status[].host' | sort | tr '\n' ' ')" = "wa wb " ] || { echo "$output"; false; }
+	[ "$(echo "$output" | jq -r '.pools[] | "\(.name)@\(.host):\(.running)"' | sort | tr '\n' ' ')" = "pool.wa@wa:1 pool.wb@wb:1 " ] || { echo "$output"; false; }
+	# and they answer across the bridge from there
+	run on master timeout 30 sh -c 'seq 20 | maro-scatter -n master -P worker -t sq -W 20s -f json'
+	assert_success
+	[ "$(printf '%s\n' "${lines[@]}" | jq -r .payload | sort)" = "$(squares 20)" ]
+	[ "$(printf '%s\n' "${lines[@]}" | jq -r .source | sort -u | tr '\n' ' ')" = "worker.wa.1 worker.wb.1 " ]
+}
+
+@test "a worker host that comes back after a cut rejoins and takes work again" {
+	workers wa 1
+	workers wb 1
+	run on master timeout 25 maro-peers -e worker=2 -W 20s -q
+	assert_success
+	cut wa
+	wait_until 6 peers_on worker.wa 0
+	mend wa
+	# its worker kept running through the cut; its next heartbeat writes
+	# the expired entry again
+	wait_until 10 peers_on worker.wa 1
+	run on master timeout 30 sh -c 'seq 20 | maro-scatter -n master -P worker -t sq -W 20s -f json'
+	assert_success
+	[ "$(printf '%s\n' "${lines[@]}" | jq -r .payload | sort)" = "$(squares 20)" ]
+	[ "$(printf '%s\n' "${lines[@]}" | jq -r .source | sort -u | tr '\n' ' ')" = "worker.wa.1 worker.wb.1 " ]
+}
