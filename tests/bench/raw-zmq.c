@@ -1,18 +1,36 @@
 /*
  * raw-zmq: the raw libzmq baseline that scripts/bench measures maro against,
  * in the same run.  Nothing of maro in it: plain sockets, plain messages.
+ * The two ends of a measurement are two processes, like maro's; the end
+ * that binds tells the other its endpoint through a pipe once it is bound,
+ * so nothing sleeps and a TCP port is never guessed.
  *
- *   raw-zmq pull ENDPOINT COUNT          receive COUNT messages, print msgs/s
- *   raw-zmq push ENDPOINT COUNT SIZE     send COUNT messages of SIZE bytes
- *   raw-zmq rep ENDPOINT COUNT           answer COUNT requests
- *   raw-zmq req ENDPOINT COUNT SIZE      COUNT round trips, print trips/s
+ *   raw-zmq stream ENDPOINT COUNT SIZE   PUSH COUNT messages of SIZE bytes to
+ *                                        a PULL process; print msgs/s
+ *   raw-zmq rr ENDPOINT COUNT SIZE       COUNT REQ/REP round trips; print trips/s
+ *   raw-zmq peers ENDPOINT N FILE        N echoing ROUTER processes; write their
+ *                                        endpoints to FILE, then print "ready"
+ *                                        and run until killed
+ *   raw-zmq round FILE SIZE              one round: a DEALER to each peer in
+ *                                        FILE sends SIZE bytes, waits for all
+ *                                        the replies, exits
+ *   raw-zmq repeat FILE COUNT            write FILE COUNT times to stdout
+ *
+ * ENDPOINT is tcp://127.0.0.1:* (a free port) or ipc://PATH (peers append .I).
  */
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <zmq.h>
+
+#define EP_MAX 256
 
 static double
 now(void)
@@ -23,59 +41,313 @@ now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+static void
+die(const char *what)
+{
+	fprintf(stderr, "raw-zmq: %s: %s\n", what, zmq_strerror(errno));
+	exit(1);
+}
+
+/* Bind s to ep and write the endpoint it got, one line, to fd. */
+static void
+bind_tell(void *s, const char *ep, int fd)
+{
+	char got[EP_MAX];
+	size_t n = sizeof got - 1;
+
+	if (zmq_bind(s, ep) < 0)
+		die(ep);
+	if (zmq_getsockopt(s, ZMQ_LAST_ENDPOINT, got, &n) < 0)
+		die("ZMQ_LAST_ENDPOINT");
+	got[sizeof got - 2] = '\0';
+	n = strlen(got);
+	got[n++] = '\n';
+	if (write(fd, got, n) != (ssize_t)n)
+		exit(1);
+}
+
+/* One endpoint line from fd, read a byte at a time so nothing past it is taken. */
+static void
+read_line(int fd, char *ep, size_t len)
+{
+	size_t i = 0;
+	char c;
+
+	while (read(fd, &c, 1) == 1 && c != '\n')
+		if (i < len - 1)
+			ep[i++] = c;
+	ep[i] = '\0';
+	if (i == 0) {
+		fprintf(stderr, "raw-zmq: the other end did not bind\n");
+		exit(1);
+	}
+}
+
+static void
+recv_one(void *s)
+{
+	zmq_msg_t m;
+
+	zmq_msg_init(&m);
+	if (zmq_msg_recv(&m, s, 0) < 0)
+		die("recv");
+	zmq_msg_close(&m);
+}
+
+static int
+stream(const char *ep, long count, size_t size)
+{
+	int p[2], hwm = 100000, st;
+	char addr[EP_MAX], *buf = calloc(1, size + 1);
+	void *ctx, *s;
+	double t0;
+	long i;
+	pid_t pid;
+
+	if (!buf || pipe(p) < 0)
+		return 1;
+	/* fork before any context: a context does not survive fork */
+	if ((pid = fork()) < 0)
+		return 1;
+	if (pid == 0) {
+		close(p[1]);
+		read_line(p[0], addr, sizeof addr);
+		ctx = zmq_ctx_new();
+		s = zmq_socket(ctx, ZMQ_PUSH);
+		zmq_setsockopt(s, ZMQ_SNDHWM, &hwm, sizeof hwm);
+		if (zmq_connect(s, addr) < 0)
+			die(addr);
+		for (i = 0; i < count; i++)
+			if (zmq_send(s, buf, size, 0) < 0)
+				die("send");
+		zmq_close(s);
+		zmq_ctx_term(ctx);
+		_exit(0);
+	}
+	close(p[0]);
+	ctx = zmq_ctx_new();
+	s = zmq_socket(ctx, ZMQ_PULL);
+	zmq_setsockopt(s, ZMQ_RCVHWM, &hwm, sizeof hwm);
+	bind_tell(s, ep, p[1]);
+	/* from the go signal: the pusher's context and connect count, as maro-send's do */
+	t0 = now();
+	for (i = 0; i < count; i++)
+		recv_one(s);
+	printf("%.0f\n", (double)count / (now() - t0));
+	zmq_close(s);
+	zmq_ctx_term(ctx);
+	waitpid(pid, &st, 0);
+	free(buf);
+	return !WIFEXITED(st) || WEXITSTATUS(st) != 0;
+}
+
+static int
+rr(const char *ep, long count, size_t size)
+{
+	int p[2], st;
+	char addr[EP_MAX], *buf = calloc(1, size + 1);
+	void *ctx, *s;
+	double t0;
+	long i;
+	pid_t pid;
+
+	if (!buf || pipe(p) < 0)
+		return 1;
+	if ((pid = fork()) < 0)
+		return 1;
+	if (pid == 0) {
+		zmq_msg_t m;
+
+		close(p[0]);
+		ctx = zmq_ctx_new();
+		s = zmq_socket(ctx, ZMQ_REP);
+		bind_tell(s, ep, p[1]);
+		for (i = 0; i < count; i++) {
+			zmq_msg_init(&m);
+			if (zmq_msg_recv(&m, s, 0) < 0 || zmq_msg_send(&m, s, 0) < 0)
+				die("echo");
+		}
+		zmq_close(s);
+		zmq_ctx_term(ctx);
+		_exit(0);
+	}
+	close(p[1]);
+	read_line(p[0], addr, sizeof addr);
+	ctx = zmq_ctx_new();
+	s = zmq_socket(ctx, ZMQ_REQ);
+	if (zmq_connect(s, addr) < 0)
+		die(addr);
+	t0 = now();
+	for (i = 0; i < count; i++) {
+		if (zmq_send(s, buf, size, 0) < 0)
+			die("send");
+		recv_one(s);
+	}
+	printf("%.0f\n", (double)count / (now() - t0));
+	zmq_close(s);
+	zmq_ctx_term(ctx);
+	waitpid(pid, &st, 0);
+	free(buf);
+	return !WIFEXITED(st) || WEXITSTATUS(st) != 0;
+}
+
+/* An echoing ROUTER: what a maro-dist worker does, without maro. */
+static void
+echo_peer(const char *ep, int fd)
+{
+	void *ctx = zmq_ctx_new(), *s = zmq_socket(ctx, ZMQ_ROUTER);
+	zmq_msg_t id, m;
+
+	bind_tell(s, ep, fd);
+	close(fd);
+	for (;;) {
+		zmq_msg_init(&id);
+		zmq_msg_init(&m);
+		if (zmq_msg_recv(&id, s, 0) < 0 || zmq_msg_recv(&m, s, 0) < 0 ||
+		    zmq_msg_send(&id, s, ZMQ_SNDMORE) < 0 || zmq_msg_send(&m, s, 0) < 0)
+			die("echo");
+	}
+}
+
+static int
+peers(const char *ep, long n, const char *file)
+{
+	int p[2], sig;
+	char addr[EP_MAX];
+	FILE *f;
+	long i;
+	pid_t *kids = calloc((size_t)n + 1, sizeof *kids);
+	sigset_t stop;
+
+	/* the parent waits for SIGTERM/SIGINT, then ends and reaps its peers */
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGINT);
+	if (!kids || pipe(p) < 0 || sigprocmask(SIG_BLOCK, &stop, NULL) != 0)
+		return 1;
+	for (i = 0; i < n; i++) {
+		pid_t pid = fork();
+
+		if (pid < 0)
+			return 1;
+		if (pid == 0) {
+			sigprocmask(SIG_UNBLOCK, &stop, NULL);
+			/* should the parent die some other way, its peers go too */
+			prctl(PR_SET_PDEATHSIG, SIGTERM);
+			if (getppid() == 1)
+				_exit(0);
+			close(p[0]);
+			if (!strncmp(ep, "ipc://", 6))
+				snprintf(addr, sizeof addr, "%s.%ld", ep, i);
+			else
+				snprintf(addr, sizeof addr, "%s", ep);
+			echo_peer(addr, p[1]);
+			_exit(0);
+		}
+		kids[i] = pid;
+	}
+	close(p[1]);
+	if (!(f = fopen(file, "w")))
+		return 1;
+	for (i = 0; i < n; i++) {
+		read_line(p[0], addr, sizeof addr);
+		fprintf(f, "%s\n", addr);
+	}
+	if (fclose(f) != 0)
+		return 1;
+	printf("ready\n");
+	fflush(stdout);
+	sigwait(&stop, &sig);
+	for (i = 0; i < n; i++)
+		kill(kids[i], SIGTERM);
+	while (wait(NULL) > 0 || errno == EINTR)
+		;
+	free(kids);
+	return 0;
+}
+
+static int
+round_trip(const char *file, size_t size)
+{
+	char addr[EP_MAX], *buf = calloc(1, size + 1);
+	void *ctx = zmq_ctx_new(), **s = NULL;
+	zmq_pollitem_t *items = NULL;
+	long n = 0, got = 0, i;
+	FILE *f = fopen(file, "r");
+
+	if (!f || !buf)
+		return 1;
+	while (fgets(addr, sizeof addr, f)) {
+		addr[strcspn(addr, "\n")] = '\0';
+		if (!(s = realloc(s, (size_t)(n + 1) * sizeof *s)))
+			return 1;
+		s[n] = zmq_socket(ctx, ZMQ_DEALER);
+		if (zmq_connect(s[n], addr) < 0)
+			die(addr);
+		if (zmq_send(s[n], buf, size, 0) < 0)
+			die("send");
+		n++;
+	}
+	fclose(f);
+	if (!(items = calloc((size_t)n + 1, sizeof *items)))
+		return 1;
+	for (i = 0; i < n; i++)
+		items[i] = (zmq_pollitem_t){ .socket = s[i], .events = ZMQ_POLLIN };
+	while (got < n) {
+		if (zmq_poll(items, (int)n, 10000) <= 0) {
+			fprintf(stderr, "raw-zmq: %ld of %ld replies\n", got, n);
+			return 1;
+		}
+		for (i = 0; i < n; i++)
+			if (items[i].revents & ZMQ_POLLIN) {
+				recv_one(s[i]);
+				got++;
+			}
+	}
+	for (i = 0; i < n; i++)
+		zmq_close(s[i]);
+	zmq_ctx_term(ctx);
+	free(items);
+	free(s);
+	free(buf);
+	return 0;
+}
+
+static int
+repeat(const char *file, long count)
+{
+	FILE *f = fopen(file, "rb");
+	char *buf;
+	long len, i;
+
+	if (!f || fseek(f, 0, SEEK_END) < 0 || (len = ftell(f)) <= 0 || fseek(f, 0, SEEK_SET) < 0)
+		return 1;
+	if (!(buf = malloc((size_t)len)) || fread(buf, 1, (size_t)len, f) != (size_t)len)
+		return 1;
+	fclose(f);
+	for (i = 0; i < count; i++)
+		if (fwrite(buf, 1, (size_t)len, stdout) != (size_t)len)
+			return 1;
+	free(buf);
+	return fflush(stdout) != 0;
+}
+
 int
 main(int argc, char **argv)
 {
-	void *ctx, *s;
-	long count, i;
-	size_t size = argc > 4 ? (size_t)atol(argv[4]) : 64;
-	char *buf;
-	double t0 = 0;
-	int hwm = 100000;
+	const char *mode = argc > 1 ? argv[1] : "";
 
-	if (argc < 4) {
-		fprintf(stderr, "usage: raw-zmq pull|push|rep|req ENDPOINT COUNT [SIZE]\n");
-		return 2;
-	}
-	count = atol(argv[3]);
-	buf = calloc(1, size > 65536 ? size : 65536);
-	ctx = zmq_ctx_new();
-	if (!strcmp(argv[1], "pull") || !strcmp(argv[1], "push")) {
-		s = zmq_socket(ctx, !strcmp(argv[1], "pull") ? ZMQ_PULL : ZMQ_PUSH);
-		zmq_setsockopt(s, ZMQ_RCVHWM, &hwm, sizeof hwm);
-		zmq_setsockopt(s, ZMQ_SNDHWM, &hwm, sizeof hwm);
-	} else {
-		s = zmq_socket(ctx, !strcmp(argv[1], "rep") ? ZMQ_REP : ZMQ_REQ);
-	}
-	if (!strcmp(argv[1], "pull") || !strcmp(argv[1], "rep")) {
-		if (zmq_bind(s, argv[2]) < 0)
-			return 1;
-	} else if (zmq_connect(s, argv[2]) < 0) {
-		return 1;
-	}
-	for (i = 0; i < count; i++) {
-		if (!strcmp(argv[1], "pull")) {
-			if (zmq_recv(s, buf, 65536, 0) < 0)
-				return 1;
-			if (i == 0)
-				t0 = now();
-		} else if (!strcmp(argv[1], "push")) {
-			zmq_send(s, buf, size, 0);
-		} else if (!strcmp(argv[1], "rep")) {
-			int n = zmq_recv(s, buf, 65536, 0);
-
-			zmq_send(s, buf, n > 0 ? (size_t)n : 0, 0);
-		} else {
-			if (i == 0)
-				t0 = now();
-			zmq_send(s, buf, size, 0);
-			zmq_recv(s, buf, 65536, 0);
-		}
-	}
-	if (!strcmp(argv[1], "pull") || !strcmp(argv[1], "req"))
-		printf("%.0f\n", (double)(count - (argv[1][1] == 'u')) / (now() - t0));
-	zmq_close(s);
-	zmq_ctx_term(ctx);
-	free(buf);
-	return 0;
+	if (!strcmp(mode, "stream") && argc == 5)
+		return stream(argv[2], atol(argv[3]), (size_t)atol(argv[4]));
+	if (!strcmp(mode, "rr") && argc == 5)
+		return rr(argv[2], atol(argv[3]), (size_t)atol(argv[4]));
+	if (!strcmp(mode, "peers") && argc == 5)
+		return peers(argv[2], atol(argv[3]), argv[4]);
+	if (!strcmp(mode, "round") && argc == 4)
+		return round_trip(argv[2], (size_t)atol(argv[3]));
+	if (!strcmp(mode, "repeat") && argc == 4)
+		return repeat(argv[2], atol(argv[3]));
+	fprintf(stderr, "usage: raw-zmq stream|rr ENDPOINT COUNT SIZE | peers ENDPOINT N FILE |\n"
+	    "       round FILE SIZE | repeat FILE COUNT\n");
+	return 2;
 }
