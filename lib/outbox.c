@@ -12,6 +12,8 @@
 
 /* an acknowledged entry keeps a buffer this small for the next message in its slot */
 #define KEEP_BYTES 512
+/* slots of a new destination's ring */
+#define RING_START 16
 
 struct entry {
 	uint8_t *p;
@@ -146,7 +148,9 @@ dest_get(struct maro_outbox *ob, const char *name, int create)
 		errno = EINVAL;
 		return NULL;
 	}
-	for (cap = 1; cap < ob->c->window; cap <<= 1)
+	/* the ring starts small and doubles while the window lets it fill
+	 * (a scatter to 64 peers, 8 tasks each, keeps 64 small rings) */
+	for (cap = 1; cap < ob->c->window && cap < RING_START; cap <<= 1)
 		;
 	d = calloc(1, sizeof *d);
 	if (!d || !(d->ring = calloc(cap, sizeof *d->ring)))
@@ -178,6 +182,25 @@ maro_outbox_ready(struct maro_outbox *ob, const char *name)
 	    (d->unacked == 0 || d->bytes < ob->c->window_bytes));
 }
 
+/* The ring is full: twice the slots, the entries at their new places. */
+static int
+ring_grow(struct dest *d)
+{
+	size_t cap = (d->mask + 1) * 2;
+	struct entry *r = calloc(cap, sizeof *r);
+	uint64_t s;
+
+	if (!r)
+		return -1;
+	/* full: [head, tail) is every slot of the old ring */
+	for (s = d->head; s < d->tail; s++)
+		r[s & (cap - 1)] = d->ring[s & d->mask];
+	free(d->ring);
+	d->ring = r;
+	d->mask = cap - 1;
+	return 0;
+}
+
 int
 maro_outbox_put(struct maro_outbox *ob, const char *name, const uint8_t *p, size_t n)
 {
@@ -192,6 +215,8 @@ maro_outbox_put(struct maro_outbox *ob, const char *name, const uint8_t *p, size
 		errno = n > UINT32_MAX ? EMSGSIZE : EAGAIN;
 		return -1;
 	}
+	if (d->tail - d->head > d->mask && ring_grow(d) < 0)
+		return -1;
 	e = &d->ring[d->tail & d->mask];
 	/* the slot's last buffer, when it fits: no allocation per message */
 	if (!e->p || e->cap < n) {
