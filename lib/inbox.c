@@ -42,7 +42,6 @@ struct maro_inbox {
 	uint64_t *order;
 	size_t order_at, order_len;
 	uint64_t rejected;
-	int acked_any;
 };
 
 /*
@@ -188,12 +187,10 @@ maro_inbox_close(struct maro_inbox *ib)
 		if (maro_inbox_flush(ib) < 0 && ib->npending)
 			usleep(10000);
 	/*
-	 * ZeroMQ drops what a peer has not read yet when the connection goes:
-	 * give senders a moment to read their last acknowledgements before the
-	 * socket closes, or they would send again what was handed on.
+	 * No pause for the senders to read their last acknowledgements: the
+	 * socket's linger below sends them, and a peer keeps what it received
+	 * after the connection goes, read or not.
 	 */
-	if (ib->acked_any)
-		usleep(100000);
 	maro_registry_unregister(ib->c->reg, ib->name);
 	/* linger a little so the last acknowledgements leave */
 	ib->c->driver->close(ib->sock, 2000);
@@ -350,7 +347,6 @@ maro_inbox_flush(struct maro_inbox *ib)
 		}
 		p->acks.len = 0;
 		ib->npending--;
-		ib->acked_any = 1;
 	}
 	return rc;
 }

@@ -296,12 +296,17 @@ static void *
 zmq_connect_outbox(struct maro_ctx *c, const char *endpoint)
 {
 	struct zsock *z = zsock_new(c, ZMQ_DEALER);
-	int one = 1, ivl = 100, max = 1000;
+	int ivl = 100, max = 1000;
 
 	if (!z)
 		return NULL;
-	/* queue nothing for a peer that is not connected: the outbox keeps it */
-	zmq_setsockopt(z->s, ZMQ_IMMEDIATE, &one, sizeof one);
+	/*
+	 * No ZMQ_IMMEDIATE: with it, a connection that goes takes with it
+	 * what its peer sent and we had not read yet, such as the last
+	 * acknowledgements of a receiver that exits.  Without it, frames for
+	 * a peer not connected wait in the socket (at most its high-water
+	 * mark); the outbox's stall timer looks the name up again either way.
+	 */
 	zmq_setsockopt(z->s, ZMQ_RECONNECT_IVL, &ivl, sizeof ivl);
 	zmq_setsockopt(z->s, ZMQ_RECONNECT_IVL_MAX, &max, sizeof max);
 	if (c->key &&

@@ -112,6 +112,21 @@ lines() { [ -f "$1" ] && wc -l < "$1" || echo 0; }
 	[ "$(maro-msg -f json < out | wc -l)" -eq 100 ]
 }
 
+@test "a receiver that exits right after its last message: the sender has its acknowledgement" {
+	# 30 rounds: the receiver takes one message and exits at once; a lost
+	# acknowledgement would keep the sender retrying to -W (124)
+	for i in $(seq 30); do
+		bg 20 maro-recv -n "sink$i" -C 1 -f payload > "out$i"
+		recv=$BG_PID
+		wait_until 10 is_live "sink$i"
+		run timeout 20 maro-send -p "sink$i" -t x -d "m$i" --notification -W 5s
+		[ "$status" -eq 0 ] || { echo "round $i: $output"; false; }
+		wait_exit "$recv" 10
+		[ "$status" -eq 0 ]
+		[ "$(cat "out$i")" = "m$i" ]
+	done
+}
+
 @test "a sender connected to an endpoint that never answers finds the name's new inbox" {
 	# a live entry whose inbox is gone (a holder that advertises a dead endpoint)
 	bg 30 "$MARO_BIN/../tests/unit-tests" hold sink tcp://127.0.0.1:1 > hold.out 2>&1
