@@ -14,6 +14,7 @@
  */
 #define DEDUP_KEEP (1u << 17)
 #define DEDUP_SLOTS (DEDUP_KEEP * 2)
+#define DEDUP_AHEAD 8
 #define MAX_PEERS 4096
 
 struct peer {
@@ -42,6 +43,9 @@ struct maro_inbox {
 	uint64_t *order;
 	size_t order_at, order_len;
 	uint64_t rejected;
+	/* the message after the one handed out, decoded early (see next) */
+	struct maro_delivery ahead;
+	int have_ahead;
 };
 
 /*
@@ -120,6 +124,12 @@ dedup_add(struct maro_inbox *ib, uint64_t h)
 	if (ib->slots[i])
 		return;
 	if (ib->order_len == DEDUP_KEEP) {
+		/*
+		 * The id evicted a few deliveries from now: its slot is far from
+		 * this one, so fetch it early (it cost a cache miss per message).
+		 */
+		__builtin_prefetch(&ib->slots[ib->order[(ib->order_at + DEDUP_AHEAD) % DEDUP_KEEP] &
+		    (DEDUP_SLOTS - 1)], 1);
 		dedup_remove(ib, ib->order[ib->order_at]);
 		ib->order_at = (ib->order_at + 1) % DEDUP_KEEP;
 		ib->order_len--;
@@ -351,8 +361,12 @@ maro_inbox_flush(struct maro_inbox *ib)
 	return rc;
 }
 
-int
-maro_inbox_next(struct maro_inbox *ib, struct maro_delivery *d)
+/*
+ * The next well-formed message: from the frame in hand, or (read) from a
+ * new frame.  1 with d filled in and its id hashed; 0: nothing (more).
+ */
+static int
+take(struct maro_inbox *ib, struct maro_delivery *d, int read)
 {
 	for (;;) {
 		struct maro_err err;
@@ -364,6 +378,8 @@ maro_inbox_next(struct maro_inbox *ib, struct maro_delivery *d)
 			size_t fromlen, n;
 			int rc;
 
+			if (!read)
+				return 0;
 			ib->frame = NULL;
 			rc = ib->c->driver->recv(ib->sock, &from, &fromlen, &p, &n);
 			if (rc <= 0)
@@ -400,6 +416,32 @@ maro_inbox_next(struct maro_inbox *ib, struct maro_delivery *d)
 			continue;
 		}
 		d->id_hash = d->msg.message_id.p ? hash_id(d->msg.message_id) : 0;
+		return 1;
+	}
+}
+
+int
+maro_inbox_next(struct maro_inbox *ib, struct maro_delivery *d)
+{
+	for (;;) {
+		int rc;
+
+		if (ib->have_ahead) {
+			*d = ib->ahead;
+			ib->have_ahead = 0;
+		} else if ((rc = take(ib, d, 1)) <= 0) {
+			return rc;
+		}
+		/*
+		 * Decode the message after this one (same frame, so d stays
+		 * valid) and fetch its filter slot: by the time it is asked
+		 * about, the slot is in cache, not a miss per message.
+		 */
+		if (take(ib, &ib->ahead, 0) == 1) {
+			ib->have_ahead = 1;
+			if (ib->ahead.id_hash)
+				__builtin_prefetch(&ib->slots[ib->ahead.id_hash & (DEDUP_SLOTS - 1)]);
+		}
 		if (dedup_seen(ib, d->id_hash)) {
 			if (queue_ack(ib, d->peer, d->seq) < 0)
 				return -1;
