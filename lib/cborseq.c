@@ -114,6 +114,7 @@ maro_cbor_scan_init(struct maro_cbor_scan *s, const struct maro_cbor_limits *lim
 		s->lim.max_depth = MARO_CBOR_MAX_DEPTH_LIMIT;
 	s->pos = 0;
 	s->depth = 0;
+	s->quick = 1;
 	s->stack[0].kind = K_TOP;
 	s->stack[0].remaining = 1;
 	s->stack[0].odd = 0;
@@ -158,10 +159,91 @@ item_done(struct maro_cbor_scan *s)
 	}
 }
 
+#define QUICK_DEPTH 16
+
+/*
+ * The common forms by their heads alone: integers, definite strings,
+ * definite arrays and maps, false, true, null, undefined and floats.  The
+ * length of a complete item made of nothing else, within the limits; else
+ * 0, and the scan through libcbor below decides (indefinite lengths, tags,
+ * other simple values, an item that goes on past n, every error).  It was a
+ * sixth of a streaming sender, one libcbor call and callback per head.
+ */
+static size_t
+quick_len(const uint8_t *p, size_t n, const struct maro_cbor_limits *lim)
+{
+	uint64_t due[QUICK_DEPTH + 1];
+	unsigned depth = 0;
+	size_t pos = 0;
+
+	if (n > lim->max_item)
+		n = lim->max_item;	/* an item that ends within it is within the limit */
+	due[0] = 1;
+	for (;;) {
+		unsigned ib, ai, w;
+		uint64_t val;
+
+		if (pos >= n)
+			return 0;
+		ib = p[pos++];
+		ai = ib & 31;
+		if (ai < 24) {
+			val = ai;
+		} else if (ai < 28) {
+			w = 1u << (ai - 24);
+			if (w > n - pos)
+				return 0;
+			for (val = 0; w > 0; w--)
+				val = val << 8 | p[pos++];
+		} else {
+			return 0;
+		}
+		switch (ib >> 5) {
+		case 0:
+		case 1:
+			break;
+		case 2:
+		case 3:
+			if (val > n - pos)
+				return 0;
+			pos += (size_t)val;
+			break;
+		case 4:
+		case 5:
+			if (val == 0)
+				break;
+			/* every element takes a byte at least */
+			if (val > n - pos || depth >= lim->max_depth || depth >= QUICK_DEPTH)
+				return 0;
+			due[++depth] = ib >> 5 == 5 ? 2 * val : val;
+			continue;
+		case 7:
+			if (ai < 20 || ai == 24)
+				return 0;
+			break;
+		default:
+			return 0;	/* tags */
+		}
+		while (--due[depth] == 0) {
+			if (depth == 0)
+				return pos;
+			depth--;
+		}
+	}
+}
+
 int
 maro_cbor_scan(struct maro_cbor_scan *s, const uint8_t *p, size_t n, size_t *len,
     struct maro_err *err)
 {
+	if (s->quick && s->pos == 0 && s->depth == 0) {
+		size_t q = quick_len(p, n, &s->lim);
+
+		if (q) {
+			s->pos = *len = q;
+			return MARO_SCAN_DONE;
+		}
+	}
 	while (s->pos < n) {
 		struct maro_cbor_frame *top = &s->stack[s->depth];
 		struct cbor_decoder_result r;

@@ -44,6 +44,7 @@ struct maro_cbor_frame {
 struct maro_cbor_scan {
 	size_t pos;		/* bytes of the item consumed so far */
 	unsigned depth;
+	int quick;		/* try the common forms by their heads first (init sets it) */
 	struct maro_cbor_limits lim;
 	struct maro_cbor_frame stack[MARO_CBOR_MAX_DEPTH_LIMIT + 1];
 };

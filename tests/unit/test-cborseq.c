@@ -54,6 +54,46 @@ test_scan(void)
 	CHECK(maro_cbor_check((const uint8_t *)"\x82\x01\x02", 3, NULL, &err) == 0);
 }
 
+/* The quick path (common forms by their heads) agrees with libcbor's scan. */
+static void
+test_quick(void)
+{
+	static const struct { const char *p; size_t n; } cases[] = {
+		{ "\xa2\x63tag\x61x\x67payload\x83\xf4\xf5\xf6", 20 },
+		{ "\xa1\x61\x61\xa1\x61\x62\x82\xf9\x3c\x00\xfb\0\0\0\0\0\0\0\0", 19 },
+		{ "\x9a\x00\x00\x00\x02\x18\x05\x3b\xff\xff\xff\xff\xff\xff\xff\xff", 16 },
+		{ "\x59\x00\x02" "ab\x7a\x00\x00\x00\x01z\xf7", 12 },
+		{ "\x82\xf8\x20\x01", 4 },		/* simple(32): libcbor's call */
+		{ "\x82\xf3\x01", 3 },		/* simple(19) */
+		{ "\x82\xc1\x01\x02", 4 },		/* a tag */
+		{ "\x83\x01\x02", 3 },		/* truncated */
+		{ "\x82\x01\xff", 3 },		/* a break */
+		{ "\x82\x1c\x01", 3 },		/* reserved */
+		{ "\x81\x81\x81\x81\x81\x01", 6 },	/* deep */
+		{ "\xa1\x01", 2 },
+		{ "\x5a\xff\xff\xff\xff", 5 },	/* 4 GiB declared */
+		{ "\x80", 1 },
+		{ "\xa0", 1 },
+	};
+	struct maro_cbor_limits lims[] = { { 0, 0 }, { 8, 3 }, { 1024, 2 }, { 1024, 1 } };
+	size_t i, j;
+
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++)
+		for (j = 0; j < sizeof lims / sizeof lims[0]; j++) {
+			struct maro_cbor_scan a, b;
+			struct maro_err ea, eb;
+			size_t la = 0, lb = 0;
+			int ra, rb;
+
+			maro_cbor_scan_init(&a, &lims[j]);
+			maro_cbor_scan_init(&b, &lims[j]);
+			b.quick = 0;
+			ra = maro_cbor_scan(&a, (const uint8_t *)cases[i].p, cases[i].n, &la, &ea);
+			rb = maro_cbor_scan(&b, (const uint8_t *)cases[i].p, cases[i].n, &lb, &eb);
+			CHECK(ra == rb && la == lb && (ra != MARO_SCAN_ERROR || ea.offset == eb.offset));
+		}
+}
+
 /* Resuming byte by byte gives the same answer as scanning at once. */
 static void
 test_resume(void)
@@ -107,6 +147,7 @@ void
 test_cborseq(void)
 {
 	test_scan();
+	test_quick();
 	test_resume();
 	test_reader();
 }
