@@ -70,7 +70,6 @@ struct sender {
 	/* encoded messages waiting for room in their destination's window */
 	struct maro_buf staged;
 	size_t staged_at;
-	struct maro_buf enc;
 	uint64_t delivered, failed, replies_got, reported;
 	int out_error;
 };
@@ -163,16 +162,21 @@ open_replies(struct sender *s, const char *owner)
 		maro_die(MARO_EXIT_UNAVAILABLE, "cannot open a reply inbox: %s", errbuf);
 }
 
-/* Stages one copy for dest: [name NUL][u32 length][message]. */
+/* Stages one copy of m for dest, encoded in place: [name NUL][u32 length][message]. */
 static void
-stage(struct sender *s, const char *dest, const uint8_t *p, size_t n)
+stage(struct sender *s, const char *dest, const struct maro_msg *m)
 {
-	uint32_t len = (uint32_t)n;
+	size_t at, dl = strlen(dest) + 1;
+	uint32_t len = 0;
 
-	if (maro_buf_append(&s->staged, dest, strlen(dest) + 1) < 0 ||
-	    maro_buf_append(&s->staged, &len, sizeof len) < 0 ||
-	    maro_buf_append(&s->staged, p, n) < 0)
+	if (maro_buf_append(&s->staged, dest, dl) < 0 ||
+	    maro_buf_append(&s->staged, &len, sizeof len) < 0)
 		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+	at = s->staged.len;
+	if (maro_msg_encode(m, &s->staged) < 0)
+		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+	len = (uint32_t)(s->staged.len - at);
+	memcpy(s->staged.p + at - sizeof len, &len, sizeof len);
 }
 
 /* Puts staged copies into the outbox until a window is full.  1 when all went. */
@@ -263,10 +267,7 @@ take(struct sender *s, const uint8_t *p, size_t n, struct maro_err *err)
 	for (i = 0; i < ntargets; i++) {
 		if (s->npeers)
 			m.destination = maro_str_c(targets[i]);
-		s->enc.len = 0;
-		if (maro_msg_encode(&m, &s->enc) < 0)
-			maro_die(MARO_EXIT_SOFTWARE, "out of memory");
-		stage(s, targets[i], s->enc.p, s->enc.len);
+		stage(s, targets[i], &m);
 		if (request && !s->async && maro_str_eq(m.reply_to, s->rq.name) &&
 		    maro_requester_expect(&s->rq, m.session_id, 1) < 0)
 			maro_die(MARO_EXIT_SOFTWARE, "out of memory");
@@ -554,7 +555,6 @@ out:
 	maro_reader_free(&r);
 	maro_buf_free(&s.line);
 	maro_buf_free(&s.staged);
-	maro_buf_free(&s.enc);
 	maro_buf_free(&built);
 	if (prefix)
 		for (size_t i = 0; i < s.npeers; i++)

@@ -106,13 +106,18 @@ utf8_valid(const uint8_t *s, size_t n)
 		uint32_t cp;
 		uint64_t w;
 
-		/* ASCII eight bytes at a time */
+		/* ASCII eight bytes at a time, and the tail in one word */
 		if (n - i >= 8) {
 			memcpy(&w, s + i, 8);
 			if (!(w & 0x8080808080808080ull)) {
 				i += 8;
 				continue;
 			}
+		} else {
+			w = 0;
+			memcpy(&w, s + i, n - i);
+			if (!(w & 0x8080808080808080ull))
+				return 1;
 		}
 		c = s[i];
 		if (c < 0x80) {
@@ -269,18 +274,55 @@ text_value(const uint8_t *p, size_t n, struct maro_str *out)
 	return 0;
 }
 
+/*
+ * A definite text string's bytes, unchecked: for comparing with our own
+ * ASCII names, which no invalid UTF-8 can equal.  -1 if not such a string.
+ */
+static int
+text_bytes(const uint8_t *p, size_t n, struct maro_str *out)
+{
+	unsigned major;
+	uint64_t len;
+	size_t h = head(p, n, &major, &len);
+
+	if (!h || major != 3 || len == UINT64_MAX || len > n - h)
+		return -1;
+	out->p = (const char *)p + h;
+	out->n = len;
+	return 0;
+}
+
 static int
 enum_value(const uint8_t *p, size_t n, const char *const *names, int count)
 {
 	struct maro_str s;
 	int i;
 
-	if (text_value(p, n, &s) < 0)
+	if (text_bytes(p, n, &s) < 0)
 		return -1;
 	for (i = 1; i < count; i++)
 		if (maro_str_eq(s, names[i]))
 			return i;
 	return -1;
+}
+
+/* Which of our keys s is, or NKEYS: by length first, then a comparison of known size. */
+static int
+key_index(struct maro_str s)
+{
+#define IS(name, k) (memcmp(s.p, name, sizeof name - 1) ? NKEYS : (k))
+	switch (s.n) {
+	case 3: return IS("tag", KEY_TAG);
+	case 6: return IS("source", KEY_SOURCE);
+	case 7: return IS("payload", KEY_PAYLOAD);
+	case 8: return IS("reply_to", KEY_REPLY_TO);
+	case 10: return !memcmp(s.p, "message_id", 10) ? KEY_MESSAGE_ID : IS("session_id", KEY_SESSION_ID);
+	case 11: return IS("destination", KEY_DESTINATION);
+	case 12: return IS("session_type", KEY_SESSION_TYPE);
+	case 13: return IS("session_stage", KEY_SESSION_STAGE);
+	default: return NKEYS;
+	}
+#undef IS
 }
 
 /* Decodes the map at p; *end: where it ends (after the break of an indefinite map). */
@@ -311,10 +353,9 @@ decode(struct maro_msg *m, const uint8_t *p, size_t n, size_t *end, struct maro_
 		klen = item_len(p + pos, n - pos);
 		if (!klen)
 			return bad(err, pos, "malformed map key");
-		if (text_value(p + pos, klen, &key) == 0)
-			for (k = 0; k < NKEYS; k++)
-				if (key.n == key_lens[k] && !memcmp(key.p, key_names[k], key.n))
-					break;
+		/* a key that is not one of ours is kept as it is, valid text or not */
+		if (text_bytes(p + pos, klen, &key) == 0)
+			k = key_index(key);
 		pos += klen;
 		vlen = item_len(p + pos, n - pos);
 		if (!vlen)
@@ -402,41 +443,89 @@ maro_msg_decode_checked(struct maro_msg *m, const uint8_t *p, size_t n,
 	return rc;
 }
 
-static int
-put_text(struct maro_buf *b, int k, struct maro_str v)
+/* A text head at q (room for 9 bytes); where it ends. */
+static uint8_t *
+put_head(uint8_t *q, unsigned major, uint64_t n)
 {
-	if (!v.p)
-		return 0;
-	if (maro_buf_cbor_text(b, key_names[k], key_lens[k]) < 0)
-		return -1;
-	return maro_buf_cbor_text(b, v.p, v.n);
+	int w, i;
+
+	if (n < 24) {
+		*q++ = (uint8_t)(major << 5 | n);
+		return q;
+	}
+	w = n <= 0xff ? 1 : n <= 0xffff ? 2 : n <= 0xffffffffu ? 4 : 8;
+	*q++ = (uint8_t)(major << 5 | (w == 1 ? 24 : w == 2 ? 25 : w == 4 ? 26 : 27));
+	for (i = w - 1; i >= 0; i--)
+		*q++ = (uint8_t)(n >> (8 * i));
+	return q;
 }
 
+/* Each key encoded (head and name), padded to 16 bytes: copied whole, one store. */
+static const char key_cbor[NKEYS][16] = {
+	"\x63tag", "\x66source", "\x6b" "destination", "\x6csession_type",
+	"\x6dsession_stage", "\x6asession_id", "\x6amessage_id", "\x68reply_to", "\x67payload",
+};
+
+/* key k and text v at q (with 16 bytes of room for the key), if v is there */
+static uint8_t *
+put_text(uint8_t *q, int k, struct maro_str v)
+{
+	if (!v.p)
+		return q;
+	memcpy(q, key_cbor[k], 16);
+	q = put_head(q + 1 + key_lens[k], 3, v.n);
+	memcpy(q, v.p, v.n);
+	return q + v.n;
+}
+
+/*
+ * One reservation for the whole map, then plain stores: the encoder was a
+ * sixth of a streaming sender when every field reserved room for itself.
+ */
 int
 maro_msg_encode(const struct maro_msg *m, struct maro_buf *out)
 {
-	size_t pairs = m->nextra;
-	size_t i;
+	static const uint8_t type_len[3] = { 0, 4, 12 }, stage_len[4] = { 0, 7, 7, 8 };
+	struct maro_str type = { maro_session_type_name(m->type), 0 };
+	struct maro_str stage = { maro_stage_name(m->stage), 0 };
+	const struct maro_str *text[6] = { &m->tag, &m->source, &m->destination,
+	    &m->session_id, &m->message_id, &m->reply_to };
+	size_t pairs = m->nextra, room = 9 + 9 * (16 + 9), i;	/* map head; per field key (copied as 16) and head */
+	uint8_t *q;
 
-	pairs += !!m->tag.p + !!m->source.p + !!m->destination.p + !!m->session_id.p +
-	    !!m->message_id.p + !!m->reply_to.p + (m->type != MARO_SESSION_NONE) +
-	    (m->stage != MARO_STAGE_NONE) + !!m->payload.p;
-	if (maro_buf_cbor_head(out, 5, pairs) < 0 ||
-	    put_text(out, KEY_TAG, m->tag) < 0 ||
-	    put_text(out, KEY_SOURCE, m->source) < 0 ||
-	    put_text(out, KEY_DESTINATION, m->destination) < 0 ||
-	    put_text(out, KEY_SESSION_TYPE, maro_str_c(maro_session_type_name(m->type))) < 0 ||
-	    put_text(out, KEY_SESSION_STAGE, maro_str_c(maro_stage_name(m->stage))) < 0 ||
-	    put_text(out, KEY_SESSION_ID, m->session_id) < 0 ||
-	    put_text(out, KEY_MESSAGE_ID, m->message_id) < 0 ||
-	    put_text(out, KEY_REPLY_TO, m->reply_to) < 0)
-		return -1;
-	if (m->payload.p && (maro_buf_cbor_text(out, "payload", 7) < 0 ||
-	    maro_buf_append(out, m->payload.p, m->payload.n) < 0))
-		return -1;
+	if (type.p)
+		type.n = type_len[m->type];
+	if (stage.p)
+		stage.n = stage_len[m->stage];
+	pairs += !!type.p + !!stage.p + !!m->payload.p;
+	room += type.n + stage.n + m->payload.n;
+	for (i = 0; i < 6; i++) {
+		pairs += !!text[i]->p;
+		room += text[i]->n;
+	}
 	for (i = 0; i < m->nextra; i++)
-		if (maro_buf_append(out, m->extra[i].p, m->extra[i].n) < 0)
-			return -1;
+		room += m->extra[i].n;
+	if (maro_buf_reserve(out, room) < 0)
+		return -1;
+	q = put_head(out->p + out->len, 5, pairs);
+	q = put_text(q, KEY_TAG, m->tag);
+	q = put_text(q, KEY_SOURCE, m->source);
+	q = put_text(q, KEY_DESTINATION, m->destination);
+	q = put_text(q, KEY_SESSION_TYPE, type);
+	q = put_text(q, KEY_SESSION_STAGE, stage);
+	q = put_text(q, KEY_SESSION_ID, m->session_id);
+	q = put_text(q, KEY_MESSAGE_ID, m->message_id);
+	q = put_text(q, KEY_REPLY_TO, m->reply_to);
+	if (m->payload.p) {
+		memcpy(q, key_cbor[KEY_PAYLOAD], 16);
+		memcpy(q + 8, m->payload.p, m->payload.n);
+		q += 8 + m->payload.n;
+	}
+	for (i = 0; i < m->nextra; i++) {
+		memcpy(q, m->extra[i].p, m->extra[i].n);
+		q += m->extra[i].n;
+	}
+	out->len = (size_t)(q - out->p);
 	return 0;
 }
 
@@ -511,23 +600,42 @@ random_bytes(uint8_t *out, size_t n)
 	}
 }
 
+/* Eight hex digits of x, one per byte (nibble order is ours: the bits are random). */
+static uint64_t
+hex8(uint32_t x)
+{
+	uint64_t v = x;
+
+	v = (v | v << 16) & 0x0000ffff0000ffffull;
+	v = (v | v << 8) & 0x00ff00ff00ff00ffull;
+	v = (v | v << 4) & 0x0f0f0f0f0f0f0f0full;
+	/* '0' for every nibble, and 39 more ('a' - '0' - 10) for those of 10 and over */
+	return v + 0x3030303030303030ull + (((v + 0x0606060606060606ull) >> 4) & 0x0101010101010101ull) * 39;
+}
+
 void
 maro_uuid(char out[MARO_UUID_LEN + 1])
 {
-	static const char hex[] = "0123456789abcdef";
-	/* where each byte's two digits go: the dashes sit at 8, 13, 18 and 23 */
-	static const uint8_t at[16] = { 0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34 };
-	uint8_t u[16];
-	size_t i;
+	uint64_t r[2], h[4];
 
-	random_bytes(u, sizeof u);
-	u[6] = (u[6] & 0x0f) | 0x40;
-	u[8] = (u[8] & 0x3f) | 0x80;
-	for (i = 0; i < 16; i++) {
-		out[at[i]] = hex[u[i] >> 4];
-		out[at[i] + 1] = hex[u[i] & 15];
-	}
-	out[8] = out[13] = out[18] = out[23] = '-';
+	random_bytes((uint8_t *)r, sizeof r);
+	h[0] = hex8((uint32_t)r[0]);
+	h[1] = hex8((uint32_t)(r[0] >> 32));
+	h[2] = hex8((uint32_t)r[1]);
+	h[3] = hex8((uint32_t)(r[1] >> 32));
+	/* xxxxxxxx-xxxx-4xxx-Vxxx-xxxxxxxxxxxx, V one of 8 9 a b */
+	memcpy(out, &h[0], 8);
+	out[8] = '-';
+	memcpy(out + 9, &h[1], 4);
+	out[13] = '-';
+	memcpy(out + 14, (char *)&h[1] + 4, 4);
+	out[18] = '-';
+	memcpy(out + 19, &h[2], 4);
+	out[23] = '-';
+	memcpy(out + 24, (char *)&h[2] + 4, 4);
+	memcpy(out + 28, &h[3], 8);
+	out[14] = '4';
+	out[19] = "89ab"[r[1] & 3];
 	out[MARO_UUID_LEN] = '\0';
 }
 

@@ -122,7 +122,8 @@ static void
 test_uuid(void)
 {
 	char a[MARO_UUID_LEN + 1], b[MARO_UUID_LEN + 1], child[MARO_UUID_LEN + 1] = "";
-	int fd[2], i, distinct = 1, form = 1;
+	int fd[2], i, j, distinct = 1, form = 1, every = 1;
+	unsigned digits[MARO_UUID_LEN] = { 0 };	/* bit d: hex digit d seen there */
 	pid_t pid;
 
 	maro_uuid(a);
@@ -131,9 +132,21 @@ test_uuid(void)
 		distinct &= strcmp(a, b) != 0;
 		form &= strlen(b) == MARO_UUID_LEN && b[8] == '-' && b[13] == '-' && b[14] == '4' &&
 		    b[18] == '-' && strchr("89ab", b[19]) && b[23] == '-';
+		for (j = 0; j < MARO_UUID_LEN; j++) {
+			const char *d = strchr("0123456789abcdef", b[j]);
+
+			if (d && *d)
+				digits[j] |= 1u << (d - "0123456789abcdef");
+		}
 	}
 	CHECK(distinct);
 	CHECK(form);
+	/* every other place is random: each of the 16 lowercase digits turns up */
+	for (j = 0; j < MARO_UUID_LEN; j++)
+		if (j != 8 && j != 13 && j != 14 && j != 18 && j != 19 && j != 23)
+			every &= digits[j] == 0xffff;
+	CHECK(every);
+	CHECK(digits[19] == 0xf00);
 	if (pipe(fd) < 0)
 		return;
 	pid = fork();
