@@ -87,6 +87,7 @@ struct dist {
 	ssize_t nmembers;
 	int64_t members_at;
 	struct maro_buf enc;
+	struct maro_buf reply;	/* a --raw reply before route() re-encodes it into enc */
 	uint64_t runs, failures;
 };
 
@@ -199,9 +200,9 @@ route_raw(struct dist *d, const uint8_t *p, size_t n, const char *line, size_t l
 	maro_buf_cbor_text(&payload, line, len);
 	m.payload.p = payload.p;
 	m.payload.n = payload.len;
-	d->enc.len = 0;
-	if (maro_msg_encode(&m, &d->enc) == 0)
-		route(d, d->enc.p, d->enc.len);
+	d->reply.len = 0;
+	if (maro_msg_encode(&m, &d->reply) == 0)
+		route(d, d->reply.p, d->reply.len);
 	maro_buf_free(&payload);
 }
 
@@ -821,5 +822,6 @@ main(int argc, char **argv)
 	free(d.members);
 	maro_strset_free(&d.ids);
 	maro_buf_free(&d.enc);
+	maro_buf_free(&d.reply);
 	return status;
 }

@@ -81,7 +81,10 @@ int maro_msg_decode(struct maro_msg *m, const uint8_t *p, size_t n, struct maro_
  */
 int maro_msg_decode_checked(struct maro_msg *m, const uint8_t *p, size_t n,
     const struct maro_cbor_limits *lim, struct maro_err *err);
-/* Appends the encoded message to out.  Key order: the table above, then unknown keys. */
+/*
+ * Appends the encoded message to out.  Key order: the table above, then
+ * unknown keys.  m must not point into out (out may move as it grows).
+ */
 int maro_msg_encode(const struct maro_msg *m, struct maro_buf *out);
 
 /*
