@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "inbox.h"
+#include "strset.h"
 
 /*
  * The duplicate filter remembers the last DEDUP_KEEP message_ids handed on,
@@ -48,33 +49,13 @@ struct maro_inbox {
 	int have_ahead;
 };
 
-/*
- * 64 bits of an id, 8 bytes at a time (a byte-wise hash cost a streaming
- * receiver more than its socket): multiply-xorshift per word, and
- * MurmurHash3's finalizer so that every input bit reaches every output bit.
- */
+/* an id's hash: never 0, which marks an empty slot */
 static uint64_t
 hash_id(struct maro_str s)
 {
-	uint64_t h = 0x9e3779b97f4a7c15ull ^ s.n, w;
-	size_t i = 0;
+	uint64_t h = maro_hash64(s.p, s.n);
 
-	for (; i + 8 <= s.n; i += 8) {
-		memcpy(&w, s.p + i, 8);
-		h = (h ^ w) * 0xbf58476d1ce4e5b9ull;
-		h ^= h >> 31;
-	}
-	if (i < s.n) {
-		w = 0;
-		memcpy(&w, s.p + i, s.n - i);
-		h = (h ^ w) * 0xbf58476d1ce4e5b9ull;
-	}
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdull;
-	h ^= h >> 33;
-	h *= 0xc4ceb9fe1a85ec53ull;
-	h ^= h >> 33;
-	return h ? h : 1;	/* 0 marks an empty slot */
+	return h ? h : 1;
 }
 
 static size_t

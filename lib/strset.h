@@ -37,5 +37,7 @@ int maro_strset_take(struct maro_strset *s, const char *key, size_t len);
 void maro_strset_foreach(const struct maro_strset *s,
     void (*fn)(void *arg, const char *key, size_t len, unsigned count), void *arg);
 void maro_strset_free(struct maro_strset *s);
+/* A 64-bit hash of n bytes (not keyed: for tables, not for secrets). */
+uint64_t maro_hash64(const void *p, size_t n);
 
 #endif
