@@ -64,7 +64,6 @@ struct maro_outbox {
 	struct dest **dests;
 	size_t ndests;
 	struct dest *last;
-	struct maro_buf frame;
 	uint64_t acked, resent;
 	size_t pending;
 };
@@ -127,7 +126,6 @@ maro_outbox_free(struct maro_outbox *ob)
 	for (i = 0; i < ob->ndests; i++)
 		dest_free(ob, ob->dests[i]);
 	free(ob->dests);
-	maro_buf_free(&ob->frame);
 	free(ob);
 }
 
@@ -425,44 +423,64 @@ read_acks(struct maro_outbox *ob, struct dest *d)
 	}
 }
 
+/* A DATA frame of the entries [from, stop) of d that are not acknowledged. */
+struct frame_fill {
+	struct dest *d;
+	uint64_t from, stop;
+};
+
+static void
+fill_frame(void *arg, uint8_t *q)
+{
+	static const uint8_t hdr[MARO_FRAME_HEADER] = { 'm', 1, MARO_FRAME_DATA, 0 };
+	const struct frame_fill *f = arg;
+	uint64_t s;
+
+	memcpy(q, hdr, sizeof hdr);
+	q += sizeof hdr;
+	for (s = f->from; s < f->stop; s++) {
+		const struct entry *e = &f->d->ring[s & f->d->mask];
+
+		if (e->acked)
+			continue;
+		put_u64(q, s);
+		q[8] = (uint8_t)(e->n >> 24);
+		q[9] = (uint8_t)(e->n >> 16);
+		q[10] = (uint8_t)(e->n >> 8);
+		q[11] = (uint8_t)e->n;
+		memcpy(q + MARO_DATA_ITEM_HEADER, e->p, e->n);
+		q += MARO_DATA_ITEM_HEADER + e->n;
+	}
+}
+
 static void
 send_queued(struct maro_outbox *ob, struct dest *d, int64_t now)
 {
-	static const uint8_t hdr[MARO_FRAME_HEADER] = { 'm', 1, MARO_FRAME_DATA, 0 };
-
 	while (d->next < d->tail) {
-		uint64_t s, stop;
+		struct frame_fill f = { d, d->next, d->next };
+		size_t len = MARO_FRAME_HEADER;
+		uint64_t s;
 
-		ob->frame.len = 0;
-		if (maro_buf_append(&ob->frame, hdr, sizeof hdr) < 0)
-			return;
+		/* measure the frame, then have it written into the message */
 		for (s = d->next; s < d->tail; s++) {
-			struct entry *e = &d->ring[s & d->mask];
-			uint8_t ih[MARO_DATA_ITEM_HEADER];
+			const struct entry *e = &d->ring[s & d->mask];
 
 			if (e->acked)
 				continue;
-			if (ob->frame.len > MARO_FRAME_HEADER && ob->frame.len + e->n > BATCH_BYTES)
+			if (len > MARO_FRAME_HEADER && len + MARO_DATA_ITEM_HEADER + e->n > BATCH_BYTES)
 				break;
-			put_u64(ih, s);
-			ih[8] = (uint8_t)(e->n >> 24);
-			ih[9] = (uint8_t)(e->n >> 16);
-			ih[10] = (uint8_t)(e->n >> 8);
-			ih[11] = (uint8_t)e->n;
-			if (maro_buf_append(&ob->frame, ih, sizeof ih) < 0 ||
-			    maro_buf_append(&ob->frame, e->p, e->n) < 0)
-				return;
+			len += MARO_DATA_ITEM_HEADER + e->n;
 		}
-		stop = s;
-		if (ob->frame.len > MARO_FRAME_HEADER &&
-		    ob->c->driver->send(d->sock, NULL, 0, ob->frame.p, ob->frame.len) < 0) {
+		f.stop = s;
+		if (len > MARO_FRAME_HEADER &&
+		    ob->c->driver->send_fill(d->sock, len, fill_frame, &f) < 0) {
 			/* EAGAIN: not connected or full; poll says when */
 			if (!d->blocked_since)
 				d->blocked_since = now;
 			return;
 		}
 		d->blocked_since = 0;
-		for (s = d->next; s < stop; s++) {
+		for (s = d->next; s < f.stop; s++) {
 			struct entry *e = &d->ring[s & d->mask];
 
 			if (!e->acked) {
@@ -471,7 +489,7 @@ send_queued(struct maro_outbox *ob, struct dest *d, int64_t now)
 				e->sent = now;
 			}
 		}
-		d->next = stop;
+		d->next = f.stop;
 	}
 }
 

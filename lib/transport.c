@@ -337,6 +337,25 @@ zmq_send_frame(void *sock, const void *to, size_t tolen, const void *p, size_t n
 }
 
 static int
+zmq_send_fill(void *sock, size_t n, void (*fill)(void *arg, uint8_t *dst), void *arg)
+{
+	struct zsock *z = sock;
+	zmq_msg_t msg;
+
+	if (zmq_msg_init_size(&msg, n) < 0)
+		return -1;
+	fill(arg, zmq_msg_data(&msg));
+	if (zmq_msg_send(&msg, z->s, ZMQ_DONTWAIT) < 0) {
+		int e = errno;
+
+		zmq_msg_close(&msg);
+		errno = e;
+		return -1;
+	}
+	return 0;
+}
+
+static int
 zmq_recv_frame(void *sock, const void **from, size_t *fromlen, const void **p, size_t *n)
 {
 	struct zsock *z = sock;
@@ -384,6 +403,7 @@ const struct maro_driver maro_driver_zmq = {
 	.connect = zmq_connect_outbox,
 	.close = zmq_close_sock,
 	.send = zmq_send_frame,
+	.send_fill = zmq_send_fill,
 	.recv = zmq_recv_frame,
 	.handle = zmq_handle,
 };

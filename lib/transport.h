@@ -88,6 +88,11 @@ struct maro_driver {
 	/* 0 sent, -1 with errno (EAGAIN: would block). to/tolen: the peer (inbox side) */
 	int (*send)(void *sock, const void *to, size_t tolen, const void *p, size_t n);
 	/*
+	 * Sends one frame of n bytes that fill(arg, dst) writes straight into
+	 * the driver's message (sender side): no copy through a buffer of ours.
+	 */
+	int (*send_fill)(void *sock, size_t n, void (*fill)(void *arg, uint8_t *dst), void *arg);
+	/*
 	 * Receives one frame without blocking: 1 with *p, *n (valid until the
 	 * next recv on sock) and the sender's identity in from/fromlen (inbox
 	 * side), 0 when none is waiting, -1 on error.
