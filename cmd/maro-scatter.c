@@ -73,6 +73,7 @@ struct task {
 	int done;
 	uint8_t *reply;		/* held for --ordered */
 	size_t reply_n;
+	uint8_t req[];		/* msg points here until the task is answered */
 };
 
 struct peer {
@@ -147,7 +148,6 @@ task_free(struct scatter *s, size_t i)
 	if (!t)
 		return;
 	maro_strset_take(&s->by_session, t->session, strlen(t->session));
-	free(t->msg);
 	free(t->reply);
 	free(t);
 	s->tasks[i - s->base] = NULL;
@@ -332,7 +332,7 @@ dispatch(struct scatter *s, size_t i, size_t p)
 static int
 add_task(struct scatter *s, const uint8_t *p, size_t n, struct maro_err *err)
 {
-	struct maro_buf payload = { 0 }, msg = { 0 };
+	struct maro_buf payload = { 0 };
 	struct maro_msg m;
 	char ids[2][MARO_UUID_LEN + 1];
 	struct task *t;
@@ -376,11 +376,13 @@ add_task(struct scatter *s, const uint8_t *p, size_t n, struct maro_err *err)
 	m.type = MARO_SESSION_TASK;
 	m.stage = MARO_STAGE_REQUEST;
 	m.reply_to = maro_str_c(s->async ? s->name : s->rq.name);
-	t = calloc(1, sizeof *t);
-	if (!t || maro_msg_encode(&m, &msg) < 0)
+	/* one block for the task and its request: 1 allocation, not 2 of odd sizes */
+	s->enc.len = 0;
+	if (maro_msg_encode(&m, &s->enc) < 0 || !(t = calloc(1, sizeof *t + s->enc.len)))
 		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
-	t->msg = msg.p;
-	t->n = msg.len;
+	memcpy(t->req, s->enc.p, s->enc.len);
+	t->msg = t->req;
+	t->n = s->enc.len;
 	t->peer = NO_PEER;
 	snprintf(t->session, sizeof t->session, "%.*s", (int)m.session_id.n, m.session_id.p);
 	if (s->ntasks - s->base == s->cap) {
@@ -413,7 +415,6 @@ task_answered(struct scatter *s, struct maro_delivery *d)
 		maro_outbox_settle(s->ob, s->peers[t->peer].name, d->msg.session_id);
 	if (t->peer != NO_PEER && s->peers[t->peer].inflight)
 		s->peers[t->peer].inflight--;
-	free(t->msg);
 	t->msg = NULL;
 	if (!s->ordered) {
 		output(s, d->p, d->n);
@@ -490,6 +491,7 @@ main(int argc, char **argv)
 	size_t nex = 0;
 	char errbuf[512], input_error[300] = "";
 	int64_t timeout = -1, deadline, next_hb, next_refresh, now;
+	int want_input = 1;	/* the reader holds no whole item: read stdin */
 	int ch, status = MARO_EXIT_OK, input_done = 0, input_status = 0;
 
 	maro_cli_init(argv[0]);
@@ -557,6 +559,12 @@ main(int argc, char **argv)
 		goto out;
 	if (!s.async && maro_requester_open(&s.rq, s.c, s.name, errbuf, sizeof errbuf) < 0)
 		maro_die(MARO_EXIT_UNAVAILABLE, "cannot open a reply inbox: %s", errbuf);
+	/*
+	 * A task takes its first reply and no other (task_answered), so a
+	 * resent reply needs no message-id filter: 3 MB less for long runs.
+	 */
+	if (s.rq.inbox)
+		maro_inbox_no_filter(s.rq.inbox);
 	s.ob = maro_outbox_new(s.c, NULL, on_ack, &s);
 	if (!s.ob)
 		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
@@ -580,6 +588,7 @@ main(int argc, char **argv)
 		}
 		maro_outbox_run(s.ob);	/* acknowledgements make room */
 		/* read ahead: input becomes queued tasks, a bounded number of them */
+		want_input = 0;
 		while (!input_done && s.nrequeue - s.rq_head < QUEUE_MAX) {
 			const uint8_t *ip;
 			size_t n;
@@ -590,6 +599,7 @@ main(int argc, char **argv)
 			if (rc == 0) {
 				if (r.eof)
 					input_done = 1;
+				want_input = 1;
 				break;
 			}
 			if (rc < 0 || add_task(&s, ip, n, &err) < 0) {
@@ -667,7 +677,12 @@ main(int argc, char **argv)
 				maro_registry_heartbeat(s.c->reg);
 			next_hb = now + 1000000;
 		}
-		if (!input_done && s.nrequeue - s.rq_head < QUEUE_MAX) {
+		/*
+		 * read only when what was read is used up: reading whenever the
+		 * queue had room buffered the whole input (2 MB for 200k lines,
+		 * without bound for more)
+		 */
+		if (!input_done && want_input && s.nrequeue - s.rq_head < QUEUE_MAX) {
 			stdin_at = nitems;
 			items[nitems++] = (zmq_pollitem_t){ NULL, STDIN_FILENO, ZMQ_POLLIN, 0 };
 		}
@@ -720,7 +735,6 @@ main(int argc, char **argv)
 out:
 	for (size_t i = s.base; i < s.ntasks; i++) {
 		if (task_at(&s, i)) {
-			free(task_at(&s, i)->msg);
 			free(task_at(&s, i)->reply);
 			free(task_at(&s, i));
 		}

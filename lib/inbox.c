@@ -91,7 +91,7 @@ dedup_remove(struct maro_inbox *ib, uint64_t h)
 static int
 dedup_seen(const struct maro_inbox *ib, uint64_t h)
 {
-	return h && ib->slots[dedup_find(ib, h)] != 0;
+	return h && ib->slots && ib->slots[dedup_find(ib, h)] != 0;
 }
 
 static void
@@ -99,7 +99,7 @@ dedup_add(struct maro_inbox *ib, uint64_t h)
 {
 	size_t i;
 
-	if (!h)
+	if (!h || !ib->slots)
 		return;
 	i = dedup_find(ib, h);
 	if (ib->slots[i])
@@ -201,6 +201,15 @@ maro_inbox_discard(struct maro_inbox *ib)
 	for (i = 0; i < ib->npeers; i++)
 		ib->peers[i].acks.len = 0;
 	ib->npending = 0;
+}
+
+void
+maro_inbox_no_filter(struct maro_inbox *ib)
+{
+	free(ib->slots);
+	free(ib->order);
+	ib->slots = ib->order = NULL;
+	ib->order_len = ib->order_at = 0;
 }
 
 const char *
@@ -420,7 +429,7 @@ maro_inbox_next(struct maro_inbox *ib, struct maro_delivery *d)
 		 */
 		if (take(ib, &ib->ahead, 0) == 1) {
 			ib->have_ahead = 1;
-			if (ib->ahead.id_hash)
+			if (ib->ahead.id_hash && ib->slots)
 				__builtin_prefetch(&ib->slots[ib->ahead.id_hash & (DEDUP_SLOTS - 1)]);
 		}
 		if (dedup_seen(ib, d->id_hash)) {

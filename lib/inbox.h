@@ -56,6 +56,11 @@ int maro_inbox_done(struct maro_inbox *ib, const struct maro_delivery *d);
 int maro_inbox_flush(struct maro_inbox *ib);
 /* Forgets every queued acknowledgement (their senders resend). */
 void maro_inbox_discard(struct maro_inbox *ib);
+/*
+ * Turns the duplicate filter off and frees it: for a reader that drops
+ * duplicates by itself (a requester whose every session takes one reply).
+ */
+void maro_inbox_no_filter(struct maro_inbox *ib);
 /* Frames or messages dropped as malformed so far. */
 uint64_t maro_inbox_rejected(const struct maro_inbox *ib);
 

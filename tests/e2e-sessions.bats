@@ -213,6 +213,23 @@ live() { maro-peers -f json | grep -c "\"$1" || :; }
 	kill -CONT "$(child_pid "$w1" maro-recv)"
 }
 
+@test "scatter reads its input only as fast as the workers take it" {
+	# one worker answering about 20 tasks a second
+	bg 120 maro-dist -n worker.1 --raw --co '*:n:1' 'while read -r l; do sleep 0.05; echo "$l"; done'
+	wait_until 10 live_is worker. 1
+	seq -w 200000 > tasks	# 1.4 MB
+	bg 60 maro-scatter -P worker -t n -W 50s -f payload < tasks > out 2> err
+	scatter=$BG_PID
+	pid=$(child_pid "$scatter" maro-scatter)
+	wait_until 30 has_lines out 20
+	# what it read of the file: the 1024 tasks it queues ahead, in a 64 KiB
+	# read or two, not a read per answer (that took the whole file by now)
+	pos=$(awk '/^pos:/ { print $2 }' "/proc/$pid/fdinfo/0")
+	kill "$pid"
+	wait_exit "$scatter" 10
+	[ "$pos" -gt 0 ] && [ "$pos" -le 262144 ] || { echo "read $pos bytes of $(wc -c < tasks)"; false; }
+}
+
 @test "scatter --ordered writes replies in input order" {
 	worker worker.1
 	worker worker.2
