@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -410,6 +411,19 @@ take(struct maro_inbox *ib, struct maro_delivery *d, int read)
 	}
 }
 
+/* *d = *from, but only the unknown keys there are (the struct holds room for 32) */
+static void
+copy_delivery(struct maro_delivery *d, const struct maro_delivery *from)
+{
+	d->p = from->p;
+	d->n = from->n;
+	memcpy(&d->msg, &from->msg, offsetof(struct maro_msg, extra));
+	memcpy(d->msg.extra, from->msg.extra, from->msg.nextra * sizeof from->msg.extra[0]);
+	d->peer = from->peer;
+	d->seq = from->seq;
+	d->id_hash = from->id_hash;
+}
+
 int
 maro_inbox_next(struct maro_inbox *ib, struct maro_delivery *d)
 {
@@ -417,7 +431,7 @@ maro_inbox_next(struct maro_inbox *ib, struct maro_delivery *d)
 		int rc;
 
 		if (ib->have_ahead) {
-			*d = ib->ahead;
+			copy_delivery(d, &ib->ahead);
 			ib->have_ahead = 0;
 		} else if ((rc = take(ib, d, 1)) <= 0) {
 			return rc;

@@ -1,6 +1,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -334,7 +335,8 @@ decode(struct maro_msg *m, const uint8_t *p, size_t n, size_t *end, struct maro_
 	size_t pos, h;
 	unsigned seen = 0;
 
-	memset(m, 0, sizeof *m);
+	/* the extras are written as they are found: clearing them was a third of the struct's cost */
+	memset(m, 0, offsetof(struct maro_msg, extra));
 	h = n && ((p[0] & 31) < 28 || (p[0] & 31) == 31) ? head(p, n, &major, &count) : 0;
 	if (!h || major != 5)
 		return bad(err, 0, "item is not a map (a message is a CBOR map)");
