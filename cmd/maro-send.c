@@ -162,12 +162,28 @@ open_replies(struct sender *s, const char *owner)
 		maro_die(MARO_EXIT_UNAVAILABLE, "cannot open a reply inbox: %s", errbuf);
 }
 
-/* Stages one copy of m for dest, encoded in place: [name NUL][u32 length][message]. */
+/*
+ * Queues one copy of m for dest: encoded straight into the outbox when
+ * nothing waits before it, else staged, encoded in place: [name NUL][u32
+ * length][message].
+ */
 static void
 stage(struct sender *s, const char *dest, const struct maro_msg *m)
 {
 	size_t at, dl = strlen(dest) + 1;
 	uint32_t len = 0;
+	uint8_t *q;
+
+	if (s->staged.len == 0) {
+		q = maro_outbox_begin(s->ob, dest, maro_msg_encoded_max(m));
+		if (q) {
+			maro_outbox_commit(s->ob, maro_msg_encode_into(m, q));
+			return;
+		}
+		if (errno != EAGAIN)
+			maro_die(MARO_EXIT_SOFTWARE, "cannot queue a message for '%s': %s", dest,
+			    strerror(errno));
+	}
 
 	if (maro_buf_append(&s->staged, dest, dl) < 0 ||
 	    maro_buf_append(&s->staged, &len, sizeof len) < 0)

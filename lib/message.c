@@ -480,19 +480,36 @@ put_text(uint8_t *q, int k, struct maro_str v)
 	return q + v.n;
 }
 
-/*
- * One reservation for the whole map, then plain stores: the encoder was a
- * sixth of a streaming sender when every field reserved room for itself.
- */
-int
-maro_msg_encode(const struct maro_msg *m, struct maro_buf *out)
+static const uint8_t type_len[3] = { 0, 4, 12 }, stage_len[4] = { 0, 7, 7, 8 };
+
+size_t
+maro_msg_encoded_max(const struct maro_msg *m)
 {
-	static const uint8_t type_len[3] = { 0, 4, 12 }, stage_len[4] = { 0, 7, 7, 8 };
+	const struct maro_str *text[6] = { &m->tag, &m->source, &m->destination,
+	    &m->session_id, &m->message_id, &m->reply_to };
+	size_t room = 9 + 9 * (16 + 9), i;	/* map head; per field key (copied as 16) and head */
+
+	room += (m->type < 3 ? type_len[m->type] : 0) + (m->stage < 4 ? stage_len[m->stage] : 0);
+	room += m->payload.n;
+	for (i = 0; i < 6; i++)
+		room += text[i]->n;
+	for (i = 0; i < m->nextra; i++)
+		room += m->extra[i].n;
+	return room;
+}
+
+/*
+ * Plain stores into room made once: the encoder was a sixth of a streaming
+ * sender when every field reserved room for itself.
+ */
+size_t
+maro_msg_encode_into(const struct maro_msg *m, uint8_t *out)
+{
 	struct maro_str type = { maro_session_type_name(m->type), 0 };
 	struct maro_str stage = { maro_stage_name(m->stage), 0 };
 	const struct maro_str *text[6] = { &m->tag, &m->source, &m->destination,
 	    &m->session_id, &m->message_id, &m->reply_to };
-	size_t pairs = m->nextra, room = 9 + 9 * (16 + 9), i;	/* map head; per field key (copied as 16) and head */
+	size_t pairs = m->nextra, i;
 	uint8_t *q;
 
 	if (type.p)
@@ -500,16 +517,9 @@ maro_msg_encode(const struct maro_msg *m, struct maro_buf *out)
 	if (stage.p)
 		stage.n = stage_len[m->stage];
 	pairs += !!type.p + !!stage.p + !!m->payload.p;
-	room += type.n + stage.n + m->payload.n;
-	for (i = 0; i < 6; i++) {
+	for (i = 0; i < 6; i++)
 		pairs += !!text[i]->p;
-		room += text[i]->n;
-	}
-	for (i = 0; i < m->nextra; i++)
-		room += m->extra[i].n;
-	if (maro_buf_reserve(out, room) < 0)
-		return -1;
-	q = put_head(out->p + out->len, 5, pairs);
+	q = put_head(out, 5, pairs);
 	q = put_text(q, KEY_TAG, m->tag);
 	q = put_text(q, KEY_SOURCE, m->source);
 	q = put_text(q, KEY_DESTINATION, m->destination);
@@ -527,7 +537,15 @@ maro_msg_encode(const struct maro_msg *m, struct maro_buf *out)
 		memcpy(q, m->extra[i].p, m->extra[i].n);
 		q += m->extra[i].n;
 	}
-	out->len = (size_t)(q - out->p);
+	return (size_t)(q - out);
+}
+
+int
+maro_msg_encode(const struct maro_msg *m, struct maro_buf *out)
+{
+	if (maro_buf_reserve(out, maro_msg_encoded_max(m)) < 0)
+		return -1;
+	out->len += maro_msg_encode_into(m, out->p + out->len);
 	return 0;
 }
 

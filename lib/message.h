@@ -86,6 +86,9 @@ int maro_msg_decode_checked(struct maro_msg *m, const uint8_t *p, size_t n,
  * unknown keys.  m must not point into out (out may move as it grows).
  */
 int maro_msg_encode(const struct maro_msg *m, struct maro_buf *out);
+/* At most how many bytes m encodes to; then the encoding into out, which has that room: its length. */
+size_t maro_msg_encoded_max(const struct maro_msg *m);
+size_t maro_msg_encode_into(const struct maro_msg *m, uint8_t *out);
 
 /*
  * Fills what a sender must: message_id (fresh UUID) if absent, session_id

@@ -25,6 +25,48 @@ struct entry {
 	uint64_t sid_hash;	/* of its session_id; 0 when it has none */
 };
 
+/*
+ * A message's buffer: a reference count (its entry, and each ZeroMQ message
+ * sending it in place), room for the DATA frame's header and the item's,
+ * written at commit, then the message.  e->p points at the message.
+ */
+#define BUF_REFS 16
+#define BUF_PREFIX (MARO_FRAME_HEADER + MARO_DATA_ITEM_HEADER)
+/* a message this big goes in a frame of its own, sent from its buffer */
+#define IN_PLACE_MIN (8 * 1024)
+
+static uint8_t *
+buf_new(size_t cap)
+{
+	uint8_t *b = malloc(BUF_REFS + BUF_PREFIX + cap);
+
+	if (!b)
+		return NULL;
+	__atomic_store_n((uint32_t *)b, 1, __ATOMIC_RELAXED);
+	return b + BUF_REFS + BUF_PREFIX;
+}
+
+static uint32_t *
+buf_refs(uint8_t *p)
+{
+	return (uint32_t *)(void *)(p - BUF_PREFIX - BUF_REFS);
+}
+
+static void
+buf_unref(uint8_t *p)
+{
+	if (p && __atomic_sub_fetch(buf_refs(p), 1, __ATOMIC_ACQ_REL) == 0)
+		free(p - BUF_PREFIX - BUF_REFS);
+}
+
+/* ZeroMQ is done with a frame sent in place (called from its I/O thread) */
+static void
+buf_sent(void *data, void *hint)
+{
+	(void)data;
+	buf_unref(hint);
+}
+
 static uint64_t
 sid_hash(struct maro_str id)
 {
@@ -64,6 +106,7 @@ struct maro_outbox {
 	struct dest **dests;
 	size_t ndests;
 	struct dest *last;
+	struct dest *open;	/* between maro_outbox_begin and commit */
 	uint64_t acked, resent;
 	size_t pending;
 };
@@ -109,7 +152,7 @@ dest_free(struct maro_outbox *ob, struct dest *d)
 	size_t i;
 
 	for (i = 0; i <= d->mask; i++)
-		free(d->ring[i].p);
+		buf_unref(d->ring[i].p);
 	if (d->sock)
 		ob->c->driver->close(d->sock, 0);
 	free(d->ring);
@@ -199,35 +242,53 @@ ring_grow(struct dest *d)
 	return 0;
 }
 
-int
-maro_outbox_put(struct maro_outbox *ob, const char *name, const uint8_t *p, size_t n)
+uint8_t *
+maro_outbox_begin(struct maro_outbox *ob, const char *name, size_t n)
 {
 	struct dest *d = dest_get(ob, name, 1);
 	struct entry *e;
 
 	if (!d)
-		return -1;
+		return NULL;
 	/* the byte window lets one message of any size in when nothing is in flight */
 	if (d->tail - d->head >= ob->c->window || n > UINT32_MAX ||
 	    (d->unacked && d->bytes >= ob->c->window_bytes)) {
 		errno = n > UINT32_MAX ? EMSGSIZE : EAGAIN;
-		return -1;
+		return NULL;
 	}
 	if (d->tail - d->head > d->mask && ring_grow(d) < 0)
-		return -1;
+		return NULL;
 	e = &d->ring[d->tail & d->mask];
-	/* the slot's last buffer, when it fits: no allocation per message */
-	if (!e->p || e->cap < n) {
-		free(e->p);
-		e->cap = 0;
+	/* the slot's last buffer, when it fits and is ours alone: no allocation per message */
+	if (!e->p || e->cap < n || __atomic_load_n(buf_refs(e->p), __ATOMIC_ACQUIRE) != 1) {
 		size_t want = n < 128 ? 128 : n;	/* its neighbours are about as big */
 
-		e->p = malloc(want);
+		buf_unref(e->p);
+		e->cap = 0;
+		e->p = buf_new(want);
 		if (!e->p)
-			return -1;
+			return NULL;
 		e->cap = (uint32_t)want;
 	}
-	memcpy(e->p, p, n);
+	ob->open = d;
+	return e->p;
+}
+
+void
+maro_outbox_commit(struct maro_outbox *ob, size_t n)
+{
+	static const uint8_t hdr[MARO_FRAME_HEADER] = { 'm', 1, MARO_FRAME_DATA, 0 };
+	struct dest *d = ob->open;
+	struct entry *e = &d->ring[d->tail & d->mask];
+	uint8_t *h = e->p - BUF_PREFIX;
+
+	/* the headers it goes with, alone in a frame or copied into one */
+	memcpy(h, hdr, sizeof hdr);
+	put_u64(h + MARO_FRAME_HEADER, d->tail);
+	h[MARO_FRAME_HEADER + 8] = (uint8_t)(n >> 24);
+	h[MARO_FRAME_HEADER + 9] = (uint8_t)(n >> 16);
+	h[MARO_FRAME_HEADER + 10] = (uint8_t)(n >> 8);
+	h[MARO_FRAME_HEADER + 11] = (uint8_t)n;
 	e->n = (uint32_t)n;
 	e->acked = 0;
 	e->sid_known = 0;
@@ -236,6 +297,18 @@ maro_outbox_put(struct maro_outbox *ob, const char *name, const uint8_t *p, size
 	d->unacked++;
 	d->bytes += n;
 	ob->pending++;
+	ob->open = NULL;
+}
+
+int
+maro_outbox_put(struct maro_outbox *ob, const char *name, const uint8_t *p, size_t n)
+{
+	uint8_t *q = maro_outbox_begin(ob, name, n);
+
+	if (!q)
+		return -1;
+	memcpy(q, p, n);
+	maro_outbox_commit(ob, n);
 	return 0;
 }
 
@@ -243,7 +316,7 @@ static void
 entry_done(struct maro_outbox *ob, struct dest *d, struct entry *e)
 {
 	if (e->cap > KEEP_BYTES) {
-		free(e->p);
+		buf_unref(e->p);
 		e->p = NULL;
 		e->cap = 0;
 	}
@@ -443,12 +516,7 @@ fill_frame(void *arg, uint8_t *q)
 
 		if (e->acked)
 			continue;
-		put_u64(q, s);
-		q[8] = (uint8_t)(e->n >> 24);
-		q[9] = (uint8_t)(e->n >> 16);
-		q[10] = (uint8_t)(e->n >> 8);
-		q[11] = (uint8_t)e->n;
-		memcpy(q + MARO_DATA_ITEM_HEADER, e->p, e->n);
+		memcpy(q, e->p - MARO_DATA_ITEM_HEADER, MARO_DATA_ITEM_HEADER + e->n);
 		q += MARO_DATA_ITEM_HEADER + e->n;
 	}
 }
@@ -461,19 +529,36 @@ send_queued(struct maro_outbox *ob, struct dest *d, int64_t now)
 		size_t len = MARO_FRAME_HEADER;
 		uint64_t s;
 
+		struct entry *big = NULL;
+		int rc = 0;
+
 		/* measure the frame, then have it written into the message */
 		for (s = d->next; s < d->tail; s++) {
-			const struct entry *e = &d->ring[s & d->mask];
+			struct entry *e = &d->ring[s & d->mask];
 
 			if (e->acked)
 				continue;
+			if (e->n >= IN_PLACE_MIN) {
+				/* a big one goes alone, from its own buffer: no copy */
+				if (len == MARO_FRAME_HEADER) {
+					big = e;
+					s++;
+				}
+				break;
+			}
 			if (len > MARO_FRAME_HEADER && len + MARO_DATA_ITEM_HEADER + e->n > BATCH_BYTES)
 				break;
 			len += MARO_DATA_ITEM_HEADER + e->n;
 		}
 		f.stop = s;
-		if (len > MARO_FRAME_HEADER &&
-		    ob->c->driver->send_fill(d->sock, len, fill_frame, &f) < 0) {
+		if (big) {
+			__atomic_add_fetch(buf_refs(big->p), 1, __ATOMIC_RELAXED);
+			rc = ob->c->driver->send_ref(d->sock, big->p - BUF_PREFIX, BUF_PREFIX + big->n,
+			    buf_sent, big->p);
+		} else if (len > MARO_FRAME_HEADER) {
+			rc = ob->c->driver->send_fill(d->sock, len, fill_frame, &f);
+		}
+		if (rc < 0) {
 			/* EAGAIN: not connected or full; poll says when */
 			if (!d->blocked_since)
 				d->blocked_since = now;

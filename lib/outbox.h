@@ -42,6 +42,13 @@ void maro_outbox_free(struct maro_outbox *ob);
  */
 int maro_outbox_put(struct maro_outbox *ob, const char *dest, const uint8_t *p, size_t n);
 /*
+ * The same in two steps, for a message encoded in place: room for up to n
+ * bytes to dest (NULL with errno as put fails), then commit the n bytes
+ * written there (no more than asked for), before any other outbox call.
+ */
+uint8_t *maro_outbox_begin(struct maro_outbox *ob, const char *dest, size_t n);
+void maro_outbox_commit(struct maro_outbox *ob, size_t n);
+/*
  * Gives up on every message queued for dest (its peer died and its work
  * goes elsewhere): they are freed without callbacks.  Returns how many.
  */

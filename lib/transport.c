@@ -356,6 +356,29 @@ zmq_send_fill(void *sock, size_t n, void (*fill)(void *arg, uint8_t *dst), void 
 }
 
 static int
+zmq_send_ref(void *sock, void *p, size_t n, void (*release)(void *p, void *hint), void *hint)
+{
+	struct zsock *z = sock;
+	zmq_msg_t msg;
+
+	if (zmq_msg_init_data(&msg, p, n, release, hint) < 0) {
+		int e = errno;
+
+		release(p, hint);
+		errno = e;
+		return -1;
+	}
+	if (zmq_msg_send(&msg, z->s, ZMQ_DONTWAIT) < 0) {
+		int e = errno;
+
+		zmq_msg_close(&msg);	/* calls release */
+		errno = e;
+		return -1;
+	}
+	return 0;
+}
+
+static int
 zmq_recv_frame(void *sock, const void **from, size_t *fromlen, const void **p, size_t *n)
 {
 	struct zsock *z = sock;
@@ -404,6 +427,7 @@ const struct maro_driver maro_driver_zmq = {
 	.close = zmq_close_sock,
 	.send = zmq_send_frame,
 	.send_fill = zmq_send_fill,
+	.send_ref = zmq_send_ref,
 	.recv = zmq_recv_frame,
 	.handle = zmq_handle,
 };

@@ -93,6 +93,12 @@ struct maro_driver {
 	 */
 	int (*send_fill)(void *sock, size_t n, void (*fill)(void *arg, uint8_t *dst), void *arg);
 	/*
+	 * Sends the n bytes at p as one frame without copying them: release(p,
+	 * hint) is called (from any thread) once the driver is done with them,
+	 * also when sending fails.
+	 */
+	int (*send_ref)(void *sock, void *p, size_t n, void (*release)(void *p, void *hint), void *hint);
+	/*
 	 * Receives one frame without blocking: 1 with *p, *n (valid until the
 	 * next recv on sock) and the sender's identity in from/fromlen (inbox
 	 * side), 0 when none is waiting, -1 on error.

@@ -83,6 +83,38 @@ lines() { [ -f "$1" ] && wc -l < "$1" || echo 0; }
 	[ "$(lines second)" -gt 0 ]
 }
 
+@test "large messages (sent from their own buffers) arrive intact across a kill -9 of the receiver" {
+	# 40 distinct payloads of 100,000 characters; each message goes in a
+	# frame of its own, sent and resent in place from the sender's buffer
+	for i in $(seq 40); do head -c 75000 /dev/urandom | base64 -w0; echo; done > payloads
+	head -n 20 payloads | jq -R -c '{tag: "n", session_type: "notification", payload: .}' |
+		maro-msg -i json > a.cbor
+	tail -n 20 payloads | jq -R -c '{tag: "n", session_type: "notification", payload: .}' |
+		maro-msg -i json > b.cbor
+	mkfifo feed
+	bg 60 maro-recv -n sink -f payload > first
+	first=$BG_PID
+	wait_until 10 is_live sink
+	bg 60 sh -c 'maro-send -p sink -W 50s < feed 2> send.err'
+	send=$BG_PID
+	exec 5> feed
+	cat a.cbor >&5
+	wait_until 30 has_lines first 5
+	kill -9 "$(child_pid "$first" maro-recv)"
+	bg 60 maro-recv -n sink --takeover -f payload > second
+	second=$BG_PID
+	cat b.cbor >&5
+	exec 5>&-
+	wait_exit "$send" 50
+	[ "$status" -eq 0 ] || { cat send.err; false; }
+	kill -TERM "$(child_pid "$second" maro-recv)"
+	wait_exit "$second" 10
+	# whole lines only (the kill may tear the first receiver's last write,
+	# which it never acknowledged): every payload, each byte for byte
+	cat first second | awk 'length($0) == 100000' | sort -u | cmp - <(sort -u payloads)
+	[ "$(lines second)" -gt 0 ]
+}
+
 @test "a stalled receiver holds a sender of large messages to MARO_WINDOW_BYTES, and then gets them all" {
 	# 100 messages of 64 KiB; 4 of them fill a 256 KiB byte window
 	printf '{"tag":"n","session_type":"notification","payload":"%s"}\n' "$(head -c 65536 /dev/zero | tr '\0' x)" |
