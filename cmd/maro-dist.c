@@ -86,8 +86,7 @@ struct dist {
 	struct maro_entry *members;	/* the registry, read at most every 250 ms */
 	ssize_t nmembers;
 	int64_t members_at;
-	struct maro_buf enc;
-	struct maro_buf reply;	/* a --raw reply before route() re-encodes it into enc */
+	struct maro_buf reply;	/* a --raw reply's payload */
 	uint64_t runs, failures;
 };
 
@@ -147,31 +146,26 @@ handler_input(struct dist *d, struct maro_buf *out, const uint8_t *p, size_t n)
 		maro_warn("cannot pass a message to the handler: %s", err.msg);
 }
 
-/* Sends one message a handler wrote: a reply goes to its reply_to, else to its destination. */
+/*
+ * Sends m (filled in): a reply goes to its reply_to, else to its
+ * destination.  Encoded straight into the outbox; a full window to the
+ * destination is waited for, never dropped.
+ */
 static void
-route(struct dist *d, const uint8_t *p, size_t n)
+send_msg(struct dist *d, struct maro_msg *m)
 {
-	struct maro_msg m;
-	struct maro_err err;
 	char ids[2][MARO_UUID_LEN + 1], dest[MARO_NAME_MAX + 1];
 	struct maro_str to;
+	uint8_t *q;
 
-	if (maro_msg_decode(&m, p, n, &err) < 0) {
-		maro_warn("handler wrote a malformed message: %s", err.msg);
-		return;
-	}
-	maro_msg_fill(&m, d->name, ids);
-	to = m.stage != MARO_STAGE_REQUEST && m.reply_to.p ? m.reply_to : m.destination;
+	maro_msg_fill(m, d->name, ids);
+	to = m->stage != MARO_STAGE_REQUEST && m->reply_to.p ? m->reply_to : m->destination;
 	if (!to.p || to.n > MARO_NAME_MAX) {
 		maro_warn("handler wrote a message with no destination: dropped");
 		return;
 	}
 	snprintf(dest, sizeof dest, "%.*s", (int)to.n, to.p);
-	d->enc.len = 0;
-	if (maro_msg_encode(&m, &d->enc) < 0)
-		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
-	/* a full window to dest: wait for its acknowledgements, never drop */
-	while (maro_outbox_put(d->ob, dest, d->enc.p, d->enc.len) < 0) {
+	while (!(q = maro_outbox_begin(d->ob, dest, maro_msg_encoded_max(m)))) {
 		zmq_pollitem_t items[1024];
 		int k;
 
@@ -183,6 +177,21 @@ route(struct dist *d, const uint8_t *p, size_t n)
 		k = maro_outbox_pollitems(d->ob, items, 1024);
 		zmq_poll(items, k, 100);
 	}
+	maro_outbox_commit(d->ob, maro_msg_encode_into(m, q));
+}
+
+/* Sends one message a handler wrote. */
+static void
+route(struct dist *d, const uint8_t *p, size_t n)
+{
+	struct maro_msg m;
+	struct maro_err err;
+
+	if (maro_msg_decode(&m, p, n, &err) < 0) {
+		maro_warn("handler wrote a malformed message: %s", err.msg);
+		return;
+	}
+	send_msg(d, &m);
 }
 
 /* The reply to request (p, n) with a payload line from a --raw handler. */
@@ -191,19 +200,17 @@ route_raw(struct dist *d, const uint8_t *p, size_t n, const char *line, size_t l
 {
 	struct maro_msg m;
 	struct maro_err err;
-	struct maro_buf payload = { 0 };
 	char id[MARO_UUID_LEN + 1];
 
 	if (maro_msg_decode(&m, p, n, &err) < 0)
 		return;
 	maro_msg_make_reply(&m, d->name, id);
-	maro_buf_cbor_text(&payload, line, len);
-	m.payload.p = payload.p;
-	m.payload.n = payload.len;
 	d->reply.len = 0;
-	if (maro_msg_encode(&m, &d->reply) == 0)
-		route(d, d->reply.p, d->reply.len);
-	maro_buf_free(&payload);
+	if (maro_buf_cbor_text(&d->reply, line, len) < 0)
+		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+	m.payload.p = d->reply.p;
+	m.payload.n = d->reply.len;
+	send_msg(d, &m);
 }
 
 static int
@@ -821,7 +828,6 @@ main(int argc, char **argv)
 	free(d.held);
 	free(d.members);
 	maro_strset_free(&d.ids);
-	maro_buf_free(&d.enc);
 	maro_buf_free(&d.reply);
 	return status;
 }

@@ -308,6 +308,7 @@ dispatch(struct scatter *s, size_t i, size_t p)
 	struct maro_msg m;
 	struct maro_err err;
 	char dest[MARO_NAME_MAX + 1];
+	uint8_t *q;
 
 	if (maro_msg_decode(&m, t->msg, t->n, &err) < 0)
 		return -1;	/* we encoded it: cannot happen */
@@ -317,11 +318,11 @@ dispatch(struct scatter *s, size_t i, size_t p)
 	} else {
 		snprintf(dest, sizeof dest, "%.*s", (int)m.destination.n, m.destination.p);
 	}
-	s->enc.len = 0;
-	if (maro_msg_encode(&m, &s->enc) < 0)
-		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
-	if (maro_outbox_put(s->ob, dest, s->enc.p, s->enc.len) < 0)
+	/* encoded straight into the outbox */
+	q = maro_outbox_begin(s->ob, dest, maro_msg_encoded_max(&m));
+	if (!q)
 		return -1;	/* EAGAIN: the window to dest is full */
+	maro_outbox_commit(s->ob, maro_msg_encode_into(&m, q));
 	t->peer = p;
 	if (p != NO_PEER)
 		s->peers[p].inflight++;
