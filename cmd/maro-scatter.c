@@ -57,8 +57,8 @@ static const struct option longopts[] = {
 };
 
 #define NO_PEER ((size_t)-1)
-/* tasks read ahead of the peers, at most (1024 held ~1.5 MB more for no more speed) */
-#define QUEUE_MAX 256
+/* tasks read ahead of the peers, at most (fewer than 64 peers x window 8 starve them) */
+#define QUEUE_MAX 1024
 
 /*
  * A task lives from its input until its reply is written (with --async,
