@@ -19,6 +19,14 @@ test_strset(void)
 	CHECK(maro_strset_take(&s, "a", 1) == 1 && maro_strset_count(&s, "a", 1) == 0 && s.used == 0);
 	CHECK(maro_strset_put(&s, "b", 1, 42) == 0 && maro_strset_get(&s, "b", 1, &v) == 1 && v == 42);
 	CHECK(maro_strset_get(&s, "a", 1, &v) == 0);
+	/* put on a present key sets its value, count unchanged; on a removed one, back with 1 */
+	CHECK(maro_strset_put(&s, "b", 1, 7) == 0 && maro_strset_get(&s, "b", 1, &v) == 1 && v == 7);
+	CHECK(maro_strset_count(&s, "b", 1) == 1 && maro_strset_take(&s, "b", 1) == 1);
+	CHECK(maro_strset_get(&s, "b", 1, &v) == 0);
+	CHECK(maro_strset_put(&s, "b", 1, 9) == 0 && maro_strset_get(&s, "b", 1, &v) == 1 && v == 9);
+	CHECK(maro_strset_count(&s, "b", 1) == 1);
+	/* the hash takes the length: trailing NULs count */
+	CHECK(maro_hash64("a", 1) != maro_hash64("a\0", 2) && maro_hash64("", 0) != maro_hash64("\0", 1));
 	/* keys that differ only after a NUL, and the empty key */
 	CHECK(maro_strset_add(&s, "x\0y", 3) == 0 && maro_strset_count(&s, "x\0z", 3) == 0);
 	CHECK(maro_strset_add(&s, "", 0) == 0 && maro_strset_count(&s, "", 0) == 1);
