@@ -27,6 +27,45 @@ out:
 	return rc;
 }
 
+/* The length a definite head at p declares, and its size in *h. */
+static uint64_t
+head_arg(const uint8_t *p, size_t *h)
+{
+	unsigned ai = p[0] & 31, i;
+	uint64_t v = 0;
+
+	if (ai < 24) {
+		*h = 1;
+		return ai;
+	}
+	*h = 1 + ((size_t)1 << (ai - 24));
+	for (i = 1; i < *h; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
+/*
+ * Appends the bytes of the well-formed text string (n bytes at p, as the
+ * scanner passed it): after its head, or its chunks' up to the break.
+ */
+static int
+text_bytes(struct maro_buf *out, const uint8_t *p, size_t n)
+{
+	size_t pos, h;
+	uint64_t len;
+
+	if ((p[0] & 31) != 31) {
+		len = head_arg(p, &h);
+		return maro_buf_append(out, p + h, (size_t)len);
+	}
+	for (pos = 1; pos < n && p[pos] != 0xff; pos += h + (size_t)len) {
+		len = head_arg(p + pos, &h);
+		if (maro_buf_append(out, p + pos + h, (size_t)len) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 int
 maro_format_item(struct maro_buf *out, enum maro_format f, const uint8_t *p, size_t n,
     struct maro_err *err)
@@ -49,12 +88,9 @@ maro_format_item(struct maro_buf *out, enum maro_format f, const uint8_t *p, siz
 			return -1;
 		if (!m.payload.p)
 			return maro_buf_append(out, "\n", 1);
-		if ((m.payload.p[0] >> 5) == 3 && (m.payload.p[0] & 31) != 31) {
-			/* a definite text string: its bytes as they are, after the head */
-			unsigned ai = m.payload.p[0] & 31;
-			size_t h = ai < 24 ? 1 : 1 + ((size_t)1 << (ai - 24));
-
-			if (maro_buf_append(out, m.payload.p + h, m.payload.n - h) < 0)
+		if ((m.payload.p[0] >> 5) == 3) {
+			/* text: its bytes as they are, the chunks of an indefinite one joined */
+			if (text_bytes(out, m.payload.p, m.payload.n) < 0)
 				return -1;
 			return maro_buf_append(out, "\n", 1);
 		}

@@ -115,6 +115,16 @@ good() { maro-msg -t ok -d "$1" -n src; }
 	[ "$(maro-msg -f payload < m.cbor | wc -l)" -eq 5 ]
 }
 
+@test "formats: an indefinite-length text payload is text as it is too, its chunks joined" {
+	# (_ "a", "bc", ""), and (_ ) with no chunk
+	printf '\xa2\x63tag\x61x\x67payload\x7f\x61a\x78\x02bc\x60\xff' > m.cbor
+	printf '\xa2\x63tag\x61x\x67payload\x7f\xff' >> m.cbor
+	run maro-msg -f payload < m.cbor
+	assert_success
+	[ "$output" = "$(printf 'abc\n')" ]
+	[ "$(maro-msg -f payload < m.cbor | wc -l)" -eq 2 ]
+}
+
 @test "formats: cbor passes each item's bytes through, whatever their encoding" {
 	# not the preferred encoding (a 2-byte head for a small length, an indefinite map): kept
 	printf '\xbf\x63tag\x79\x00\x01t\xff\xa1\x63tag\x61u' > odd.cbor
