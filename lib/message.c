@@ -464,7 +464,7 @@ put_head(uint8_t *q, unsigned major, uint64_t n)
 
 /* Each key encoded (head and name), padded to 16 bytes: copied whole, one store. */
 static const char key_cbor[NKEYS][16] = {
-	"\x63tag", "\x66source", "\x6b" "destination", "\x6csession_type",
+	"\x63tag", "\x66source", "\153destination", "\x6csession_type",
 	"\x6dsession_stage", "\x6asession_id", "\x6amessage_id", "\x68reply_to", "\x67payload",
 };
 
