@@ -210,6 +210,8 @@ quick_len(const uint8_t *p, size_t n, const struct maro_cbor_limits *lim)
 			break;
 		case 4:
 		case 5:
+			if (depth >= lim->max_depth)
+				return 0;	/* too deep, even if empty: the scan below says so */
 			if (val == 0)
 				break;
 			/* every element takes a byte at least */
@@ -288,6 +290,9 @@ maro_cbor_scan(struct maro_cbor_scan *s, const uint8_t *p, size_t n, size_t *len
 			if (e.n > s->lim.max_item || (e.ev == EV_MAP && e.n > s->lim.max_item / 2))
 				return fail(err, at, "declared length exceeds the item size limit");
 			if (e.n == 0) {
+				/* empty, it still nests a level: [[]] is as deep as [[1]] */
+				if (s->depth >= s->lim.max_depth)
+					return fail(err, at, "nesting deeper than the limit");
 				done = item_done(s);
 				break;
 			}

@@ -391,6 +391,20 @@ bad_input() {
 	[[ $stderr == *"byte offset $(( $(good 1 | wc -c) + 1024 )): nesting deeper than the limit" ]]
 }
 
+@test "bad input: an empty array or map past --max-depth is too deep, as a full one is" {
+	# {"tag": "x", "payload": [[]]}: the map, the array, the empty one
+	printf '\xa2\x63tag\x61x\x67payload\x81\x80' > in.cbor
+	run --separate-stderr maro-msg --max-depth 2 -f payload < in.cbor
+	[ "$status" -eq 65 ]
+	[ "$stderr" = "maro-msg: malformed input at byte offset 16: nesting deeper than the limit" ]
+	printf '\xa2\x63tag\x61x\x67payload\x81\xa0' > in.cbor
+	run maro-msg --max-depth 2 -f payload < in.cbor
+	[ "$status" -eq 65 ]
+	run maro-msg --max-depth 3 -f payload < in.cbor
+	assert_success
+	assert_output '[{}]'
+}
+
 @test "bad input: an item over --max-size" {
 	{ good 1; maro-msg -t big -d "$(head -c 2000 /dev/zero | tr '\0' x)"; } > in.cbor
 	run --separate-stderr maro-msg --max-size 1000 -f payload < in.cbor

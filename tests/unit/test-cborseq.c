@@ -48,6 +48,16 @@ test_scan(void)
 	memset(deep, 0x81, MARO_CBOR_DEFAULT_MAX_DEPTH);
 	deep[MARO_CBOR_DEFAULT_MAX_DEPTH] = 0x01;
 	CHECK(scan_all(deep, MARO_CBOR_DEFAULT_MAX_DEPTH + 1, &len, &err) == MARO_SCAN_DONE);
+	/* an empty container nests a level too: [[]] at depth 1 is too deep, as [[1]] is */
+	{
+		struct maro_cbor_limits one = { 0, 1 }, two = { 0, 2 };
+
+		CHECK(maro_cbor_check((const uint8_t *)"\x81\x80", 2, &one, &err) < 0 &&
+		    strstr(err.msg, "nesting") && err.offset == 1);
+		CHECK(maro_cbor_check((const uint8_t *)"\x81\xa0", 2, &one, &err) < 0);
+		CHECK(maro_cbor_check((const uint8_t *)"\x81\x80", 2, &two, &err) == 0);
+		CHECK(maro_cbor_check((const uint8_t *)"\x80", 1, &one, &err) == 0);
+	}
 	/* check: trailing bytes, truncation */
 	CHECK(maro_cbor_check((const uint8_t *)"\x01\x02", 2, NULL, &err) < 0 && err.offset == 1);
 	CHECK(maro_cbor_check((const uint8_t *)"\x82\x01", 2, NULL, &err) < 0);
@@ -74,6 +84,8 @@ test_quick(void)
 		{ "\x5a\xff\xff\xff\xff", 5 },	/* 4 GiB declared */
 		{ "\x80", 1 },
 		{ "\xa0", 1 },
+		{ "\x81\x80", 2 },
+		{ "\x82\x81\xa0\x01", 4 },
 	};
 	struct maro_cbor_limits lims[] = { { 0, 0 }, { 8, 3 }, { 1024, 2 }, { 1024, 1 } };
 	size_t i, j;
