@@ -159,14 +159,49 @@ item_done(struct maro_cbor_scan *s)
 	}
 }
 
+/*
+ * Heads that libcbor 0.8 refuses though they are well-formed: the simple
+ * values 0-19 and 32-255 (0xf8 with a value under 32 is malformed), and
+ * the tags 6-20; we read these and every tag head ourselves.  1: *e and
+ * *len (the head's size) set; 0: not one of them, libcbor reads it; -1:
+ * the head needs *len bytes; -2: malformed.
+ */
+static int
+own_head(const uint8_t *p, size_t n, struct event *e, size_t *len)
+{
+	unsigned major = p[0] >> 5, ai = p[0] & 31;
+
+	if (major == 7 && ai < 20) {
+		*len = 1;
+	} else if (major == 7 && ai == 24) {
+		*len = 2;
+		if (n < 2)
+			return -1;
+		if (p[1] < 32)
+			return -2;
+	} else if (major == 6 && ai < 28) {
+		*len = ai < 24 ? 1 : 1 + ((size_t)1 << (ai - 24));
+		if (n < *len)
+			return -1;
+		e->ev = EV_TAG;
+		e->n = 0;
+		return 1;
+	} else {
+		return 0;
+	}
+	e->ev = EV_SCALAR;
+	e->n = 0;
+	return 1;
+}
+
 #define QUICK_DEPTH 16
 
 /*
  * The common forms by their heads alone: integers, definite strings,
- * definite arrays and maps, false, true, null, undefined and floats.  The
- * length of a complete item made of nothing else, within the limits; else
- * 0, and the scan through libcbor below decides (indefinite lengths, tags,
- * other simple values, an item that goes on past n, every error).  It was a
+ * definite arrays and maps, tags, simple values and floats.  The length of
+ * a complete item made of nothing else, within the limits; else 0, and the
+ * scan below decides (indefinite lengths, an item that goes on past n,
+ * every error).  It was a
  * sixth of a streaming sender, one libcbor call and callback per head.
  */
 static size_t
@@ -219,12 +254,16 @@ quick_len(const uint8_t *p, size_t n, const struct maro_cbor_limits *lim)
 				return 0;
 			due[++depth] = ib >> 5 == 5 ? 2 * val : val;
 			continue;
-		case 7:
-			if (ai < 20 || ai == 24)
+		case 6:
+			/* a tag nests its item a level down, as the scan below counts it */
+			if (depth >= lim->max_depth || depth >= QUICK_DEPTH)
 				return 0;
-			break;
+			due[++depth] = 1;
+			continue;
 		default:
-			return 0;	/* tags */
+			if (ai == 24 && val < 32)
+				return 0;	/* malformed: the scan below says so */
+			break;
 		}
 		while (--due[depth] == 0) {
 			if (depth == 0)
@@ -253,6 +292,7 @@ maro_cbor_scan(struct maro_cbor_scan *s, const uint8_t *p, size_t n, size_t *len
 		size_t at = s->pos;
 		unsigned major = p[at] >> 5;
 		uint64_t dlen;
+		size_t hl;
 		int done = 0;
 
 		if (major == 2 || major == 3) {
@@ -261,7 +301,20 @@ maro_cbor_scan(struct maro_cbor_scan *s, const uint8_t *p, size_t n, size_t *len
 			if ((p[at] & 31) < 28 && dlen > s->lim.max_item - at)
 				return fail(err, at, "declared length exceeds the item size limit");
 		}
-		r = cbor_stream_decode(p + at, n - at, &callbacks, &e);
+		switch (own_head(p + at, n - at, &e, &hl)) {
+		case -1:
+			if (hl > s->lim.max_item - at)
+				return fail(err, at, "item exceeds the size limit");
+			return MARO_SCAN_MORE;
+		case -2:
+			return fail(err, at, "malformed CBOR");
+		case 1:
+			r.status = CBOR_DECODER_FINISHED;
+			r.read = hl;
+			break;
+		default:
+			r = cbor_stream_decode(p + at, n - at, &callbacks, &e);
+		}
 		if (r.status == CBOR_DECODER_NEDATA) {
 			if (r.required > s->lim.max_item - at)
 				return fail(err, at, "item exceeds the size limit");

@@ -39,12 +39,46 @@ nomem(struct maro_err *err)
  * at most MARO_CBOR_MAX_DEPTH_LIMIT deep, no length that outruns n) before
  * libcbor sees it, then has libcbor build it.
  */
+/*
+ * Where the well-formed item (n bytes at p) has a head that libcbor 0.8
+ * refuses: simple values 0-19 and 32-255, tags 6-20; n if none.  Heads
+ * follow one another in order, so a walk over them, skipping the bytes of
+ * definite strings, sees them all.
+ */
+static size_t
+unloadable(const uint8_t *p, size_t n)
+{
+	size_t pos = 0;
+
+	while (pos < n) {
+		uint8_t b = p[pos];
+		unsigned ai = b & 31, major = b >> 5, i;
+		size_t w = ai < 24 || ai == 31 ? 0 : (size_t)1 << (ai - 24);
+		uint64_t len = ai < 24 ? ai : 0;
+
+		if ((b >= 0xe0 && b <= 0xf3) || b == 0xf8 || (b >= 0xc6 && b <= 0xd4))
+			return pos;
+		if (ai >= 28 && ai != 31)
+			return n;	/* not well-formed after all: say nothing more */
+		for (i = 1; i <= w && pos + i < n; i++)
+			len = len << 8 | p[pos + i];
+		pos += 1 + w;
+		if ((major == 2 || major == 3) && ai != 31) {
+			if (len > n - pos)
+				return n;
+			pos += (size_t)len;
+		}
+	}
+	return n;
+}
+
 static cbor_item_t *
 load(const uint8_t *p, size_t n, struct maro_err *err)
 {
 	struct maro_cbor_limits lim = { n ? n : 1, MARO_CBOR_MAX_DEPTH_LIMIT };
 	struct cbor_load_result res;
 	cbor_item_t *it;
+	size_t at;
 
 	err->offset = 0;
 	err->msg[0] = '\0';
@@ -53,8 +87,18 @@ load(const uint8_t *p, size_t n, struct maro_err *err)
 	it = cbor_load(p, n, &res);
 	if (it && res.read == n)
 		return it;
-	/* well-formed, so what libcbor finds wrong is UTF-8 (it checks), or memory */
-	if (it)
+	/*
+	 * well-formed, so what libcbor finds wrong is UTF-8 (it checks), memory,
+	 * or a head it does not decode (our scanner reads them)
+	 */
+	if (!it && (at = unloadable(p, n)) < n) {
+		char msg[160];
+
+		snprintf(msg, sizeof msg, "%s %u cannot be converted (libcbor %d.%d does not decode it)",
+		    p[at] >> 5 == 6 ? "tag" : "simple value", p[at] == 0xf8 ? p[at + 1] : p[at] & 31u,
+		    CBOR_MAJOR_VERSION, CBOR_MINOR_VERSION);
+		fail(err, at, msg);
+	} else if (it)
 		fail(err, res.read, "cannot decode the CBOR item");
 	else if (res.error.code == CBOR_ERR_SYNTAXERROR)
 		fail(err, res.error.position, "text string is not valid UTF-8");

@@ -10,6 +10,9 @@
  * JSON -> CBOR: integers become CBOR integers, other numbers the shortest
  * float that holds them exactly (half, single, double), objects definite
  * maps in their order, arrays definite arrays.
+ * Items holding a simple value 0-19 or 32-255, or a tag 6-20, are
+ * well-formed (the scanner takes them) but cannot be converted: libcbor 0.8
+ * does not decode them, and the error says which.
  */
 #ifndef MARO_CONVERT_H
 #define MARO_CONVERT_H
@@ -34,7 +37,7 @@ int maro_json_to_cbor(const json_t *v, struct maro_buf *out);
  * Appends the diagnostic notation (RFC 8949 section 8) of one complete,
  * well-formed item to out, without a newline.  Indefinite lengths show as
  * [_ ...], {_ ...}, (_ ...); floats keep their width's precision (1.5,
- * 1.0e+300, NaN, Infinity); byte strings h'..'; tags N(item); simple(N).
+ * 1.0e+300, NaN, Infinity); byte strings h'..'; tags N(item).
  * 0, or -1 with err->msg set.
  */
 int maro_cbor_to_diag(const uint8_t *p, size_t n, struct maro_buf *out, struct maro_err *err);

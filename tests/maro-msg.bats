@@ -125,6 +125,24 @@ good() { maro-msg -t ok -d "$1" -n src; }
 	[ "$(maro-msg -f payload < m.cbor | wc -l)" -eq 2 ]
 }
 
+@test "formats: simple values and tags libcbor cannot decode pass as cbor; converting them is 65, named" {
+	# payloads simple(16), [simple(32)] and 6(1): well-formed
+	for h in '\xf0' '\x81\xf8\x20' '\xc6\x01'; do printf "\xa2\x63tag\x61x\x67payload$h"; done > odd.cbor
+	maro-msg -f cbor < odd.cbor > same.cbor
+	cmp odd.cbor same.cbor
+	run --separate-stderr maro-msg -f json < odd.cbor
+	[ "$status" -eq 65 ]
+	[[ $stderr == *"simple value 16 cannot be converted (libcbor"* ]]
+	printf '\xa2\x63tag\x61x\x67payload\xc6\x01' > tag.cbor
+	run --separate-stderr maro-msg -f diag < tag.cbor
+	[ "$status" -eq 65 ]
+	[[ $stderr == *"tag 6 cannot be converted"* ]]
+	# 0xf8 with a value under 32 is malformed
+	printf '\xa2\x63tag\x61x\x67payload\xf8\x10' > bad.cbor
+	run maro-msg -f cbor < bad.cbor
+	[ "$status" -eq 65 ]
+}
+
 @test "formats: cbor passes each item's bytes through, whatever their encoding" {
 	# not the preferred encoding (a 2-byte head for a small length, an indefinite map): kept
 	printf '\xbf\x63tag\x79\x00\x01t\xff\xa1\x63tag\x61u' > odd.cbor

@@ -485,7 +485,11 @@ test_refused(void)
 	CHECK(refused("830102", "truncated"));
 	CHECK(refused("", "empty"));
 	CHECK(refused("ff", "break"));
-	CHECK(refused("f0", "malformed"));			/* libcbor knows no simple(16) */
+	/* well-formed, but libcbor 0.8 decodes no simple(16), simple(32) or tag 6 */
+	CHECK(refused("f0", "simple value 16 cannot be converted"));
+	CHECK(refused("81f820", "simple value 32 cannot be converted"));
+	CHECK(refused("a161c6c601", "tag 6 cannot be converted"));
+	CHECK(refused("f810", "malformed"));			/* simple(16) in two bytes */
 	CHECK(refused("9f01", "truncated"));
 	CHECK(refused("5b1000000000000000", "limit"));		/* 2^60 bytes declared */
 	CHECK(refused("9b1000000000000000", "limit"));		/* 2^60 items declared */
