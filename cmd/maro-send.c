@@ -170,7 +170,7 @@ open_replies(struct sender *s, const char *owner)
 static void
 stage(struct sender *s, const char *dest, const struct maro_msg *m)
 {
-	size_t at, dl = strlen(dest) + 1;
+	size_t at, dl;
 	uint32_t len = 0;
 	uint8_t *q;
 
@@ -185,6 +185,7 @@ stage(struct sender *s, const char *dest, const struct maro_msg *m)
 			    strerror(errno));
 	}
 
+	dl = strlen(dest) + 1;
 	if (maro_buf_append(&s->staged, dest, dl) < 0 ||
 	    maro_buf_append(&s->staged, &len, sizeof len) < 0)
 		maro_die(MARO_EXIT_SOFTWARE, "out of memory");

@@ -81,30 +81,6 @@ fail(struct maro_err *err, size_t off, const char *msg)
 	return MARO_SCAN_ERROR;
 }
 
-/*
- * The length a string head declares, read before libcbor sees it: libcbor
- * would ask for that many bytes, and a hostile head declares 2^64.
- */
-static int
-declared_length(const uint8_t *p, size_t n, uint64_t *len)
-{
-	unsigned ai = p[0] & 31, i, w;
-
-	if (ai < 24) {
-		*len = ai;
-		return 1;
-	}
-	if (ai > 27)
-		return 1;	/* indefinite or reserved: libcbor decides */
-	w = 1u << (ai - 24);
-	if (n < 1 + w)
-		return 0;
-	*len = 0;
-	for (i = 0; i < w; i++)
-		*len = *len << 8 | p[1 + i];
-	return 1;
-}
-
 void
 maro_cbor_scan_init(struct maro_cbor_scan *s, const struct maro_cbor_limits *lim)
 {
@@ -201,8 +177,8 @@ own_head(const uint8_t *p, size_t n, struct event *e, size_t *len)
  * definite arrays and maps, tags, simple values and floats.  The length of
  * a complete item made of nothing else, within the limits; else 0, and the
  * scan below decides (indefinite lengths, an item that goes on past n,
- * every error).  It was a
- * sixth of a streaming sender, one libcbor call and callback per head.
+ * every error).  It was a sixth of a streaming sender, one libcbor call
+ * and callback per head.
  */
 static size_t
 quick_len(const uint8_t *p, size_t n, const struct maro_cbor_limits *lim)
@@ -215,25 +191,17 @@ quick_len(const uint8_t *p, size_t n, const struct maro_cbor_limits *lim)
 		n = lim->max_item;	/* an item that ends within it is within the limit */
 	due[0] = 1;
 	for (;;) {
-		unsigned ib, ai, w;
+		unsigned major, ai;
 		uint64_t val;
+		size_t h;
 
 		if (pos >= n)
 			return 0;
-		ib = p[pos++];
-		ai = ib & 31;
-		if (ai < 24) {
-			val = ai;
-		} else if (ai < 28) {
-			w = 1u << (ai - 24);
-			if (w > n - pos)
-				return 0;
-			for (val = 0; w > 0; w--)
-				val = val << 8 | p[pos++];
-		} else {
+		ai = p[pos] & 31;
+		if (ai == 31 || !(h = maro_cbor_head(p + pos, n - pos, &major, &val)))
 			return 0;
-		}
-		switch (ib >> 5) {
+		pos += h;
+		switch (major) {
 		case 0:
 		case 1:
 			break;
@@ -250,9 +218,9 @@ quick_len(const uint8_t *p, size_t n, const struct maro_cbor_limits *lim)
 			if (val == 0)
 				break;
 			/* every element takes a byte at least */
-			if (val > n - pos || depth >= lim->max_depth || depth >= QUICK_DEPTH)
+			if (val > n - pos || depth >= QUICK_DEPTH)
 				return 0;
-			due[++depth] = ib >> 5 == 5 ? 2 * val : val;
+			due[++depth] = major == 5 ? 2 * val : val;
 			continue;
 		case 6:
 			/* a tag nests its item a level down, as the scan below counts it */
@@ -295,11 +263,18 @@ maro_cbor_scan(struct maro_cbor_scan *s, const uint8_t *p, size_t n, size_t *len
 		size_t hl;
 		int done = 0;
 
+		/*
+		 * the length a string head declares, read before libcbor sees
+		 * it: libcbor would ask for that many bytes, and a hostile head
+		 * declares 2^64 (an indefinite or reserved one is libcbor's call)
+		 */
 		if (major == 2 || major == 3) {
-			if (!declared_length(p + at, n - at, &dlen))
-				return MARO_SCAN_MORE;
-			if ((p[at] & 31) < 28 && dlen > s->lim.max_item - at)
+			if (!maro_cbor_head(p + at, n - at, &major, &dlen)) {
+				if ((p[at] & 31) < 28)
+					return MARO_SCAN_MORE;
+			} else if (dlen != UINT64_MAX && dlen > s->lim.max_item - at) {
 				return fail(err, at, "declared length exceeds the item size limit");
+			}
 		}
 		switch (own_head(p + at, n - at, &e, &hl)) {
 		case -1:

@@ -29,6 +29,40 @@ struct maro_cbor_limits {
 #define MARO_CBOR_DEFAULT_MAX_ITEM (16u << 20)
 #define MARO_CBOR_DEFAULT_MAX_DEPTH 64
 
+/*
+ * The head at p, n bytes available: its major type and its argument
+ * (UINT64_MAX for an indefinite length).  Returns the head's size, or 0 when
+ * it needs more than n bytes or its additional information is reserved
+ * (28-30).  Inline: every walk over items reads heads, on hot paths too.
+ */
+static inline size_t
+maro_cbor_head(const uint8_t *p, size_t n, unsigned *major, uint64_t *val)
+{
+	unsigned ai, w, i;
+
+	if (!n)
+		return 0;
+	ai = p[0] & 31;
+	*major = p[0] >> 5;
+	if (ai < 24) {
+		*val = ai;
+		return 1;
+	}
+	if (ai == 31) {
+		*val = UINT64_MAX;
+		return 1;
+	}
+	if (ai > 27)
+		return 0;
+	w = 1u << (ai - 24);
+	if (1 + w > n)
+		return 0;
+	*val = 0;
+	for (i = 1; i <= w; i++)
+		*val = *val << 8 | p[i];
+	return 1 + w;
+}
+
 /* What went wrong, and where: offset counts bytes from the start of the stream. */
 struct maro_err {
 	uint64_t offset;

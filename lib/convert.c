@@ -35,11 +35,6 @@ nomem(struct maro_err *err)
 }
 
 /*
- * Checks p[0..n) as the scanner does (exactly one well-formed item, nested
- * at most MARO_CBOR_MAX_DEPTH_LIMIT deep, no length that outruns n) before
- * libcbor sees it, then has libcbor build it.
- */
-/*
  * Where the well-formed item (n bytes at p) has a head that libcbor 0.8
  * refuses: simple values 0-19 and 32-255, tags 6-20; n if none.  Heads
  * follow one another in order, so a walk over them, skipping the bytes of
@@ -48,22 +43,19 @@ nomem(struct maro_err *err)
 static size_t
 unloadable(const uint8_t *p, size_t n)
 {
-	size_t pos = 0;
+	size_t pos = 0, h;
 
 	while (pos < n) {
 		uint8_t b = p[pos];
-		unsigned ai = b & 31, major = b >> 5, i;
-		size_t w = ai < 24 || ai == 31 ? 0 : (size_t)1 << (ai - 24);
-		uint64_t len = ai < 24 ? ai : 0;
+		unsigned major;
+		uint64_t len;
 
 		if ((b >= 0xe0 && b <= 0xf3) || b == 0xf8 || (b >= 0xc6 && b <= 0xd4))
 			return pos;
-		if (ai >= 28 && ai != 31)
+		if (!(h = maro_cbor_head(p + pos, n - pos, &major, &len)))
 			return n;	/* not well-formed after all: say nothing more */
-		for (i = 1; i <= w && pos + i < n; i++)
-			len = len << 8 | p[pos + i];
-		pos += 1 + w;
-		if ((major == 2 || major == 3) && ai != 31) {
+		pos += h;
+		if ((major == 2 || major == 3) && len != UINT64_MAX) {
 			if (len > n - pos)
 				return n;
 			pos += (size_t)len;
@@ -72,6 +64,11 @@ unloadable(const uint8_t *p, size_t n)
 	return n;
 }
 
+/*
+ * Checks p[0..n) as the scanner does (exactly one well-formed item, nested
+ * at most MARO_CBOR_MAX_DEPTH_LIMIT deep, no length that outruns n) before
+ * libcbor sees it, then has libcbor build it.
+ */
 static cbor_item_t *
 load(const uint8_t *p, size_t n, struct maro_err *err)
 {

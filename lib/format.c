@@ -27,23 +27,6 @@ out:
 	return rc;
 }
 
-/* The length a definite head at p declares, and its size in *h. */
-static uint64_t
-head_arg(const uint8_t *p, size_t *h)
-{
-	unsigned ai = p[0] & 31, i;
-	uint64_t v = 0;
-
-	if (ai < 24) {
-		*h = 1;
-		return ai;
-	}
-	*h = 1 + ((size_t)1 << (ai - 24));
-	for (i = 1; i < *h; i++)
-		v = v << 8 | p[i];
-	return v;
-}
-
 /*
  * Appends the bytes of the well-formed text string (n bytes at p, as the
  * scanner passed it): after its head, or its chunks' up to the break.
@@ -52,14 +35,15 @@ static int
 text_bytes(struct maro_buf *out, const uint8_t *p, size_t n)
 {
 	size_t pos, h;
-	uint64_t len;
+	unsigned major;
+	uint64_t len = 0;
 
-	if ((p[0] & 31) != 31) {
-		len = head_arg(p, &h);
+	h = maro_cbor_head(p, n, &major, &len);
+	if (len != UINT64_MAX)
 		return maro_buf_append(out, p + h, (size_t)len);
-	}
-	for (pos = 1; pos < n && p[pos] != 0xff; pos += h + (size_t)len) {
-		len = head_arg(p + pos, &h);
+	for (pos = h; pos < n && p[pos] != 0xff; pos += h + (size_t)len) {
+		if (!(h = maro_cbor_head(p + pos, n - pos, &major, &len)))
+			break;	/* cannot be: the scanner checked every chunk */
 		if (maro_buf_append(out, p + pos + h, (size_t)len) < 0)
 			return -1;
 	}

@@ -72,30 +72,6 @@ maro_str_dup(struct maro_str a)
 	return s;
 }
 
-/* Reads a head: major type, argument, head length.  The item is known well-formed. */
-static size_t
-head(const uint8_t *p, size_t n, unsigned *major, uint64_t *val)
-{
-	unsigned ai = p[0] & 31, w, i;
-
-	*major = p[0] >> 5;
-	if (ai < 24) {
-		*val = ai;
-		return 1;
-	}
-	if (ai == 31) {
-		*val = UINT64_MAX;	/* indefinite */
-		return 1;
-	}
-	w = 1u << (ai - 24);
-	if (1 + w > n)
-		return 0;
-	*val = 0;
-	for (i = 0; i < w; i++)
-		*val = *val << 8 | p[1 + i];
-	return 1 + w;
-}
-
 static int
 utf8_valid(const uint8_t *s, size_t n)
 {
@@ -181,7 +157,7 @@ skip(const uint8_t *p, size_t n, unsigned depth)
 	ai = p[0] & 31;
 	if (ai >= 28 && ai != 31)
 		return 0;
-	h = head(p, n, &major, &v);
+	h = maro_cbor_head(p, n, &major, &v);
 	if (!h)
 		return 0;
 	switch (major) {
@@ -245,7 +221,7 @@ item_len(const uint8_t *p, size_t n)
 	if (n && (p[0] & 31) < 28 && (p[0] >> 5) <= 3) {
 		unsigned major;
 		uint64_t val;
-		size_t h = head(p, n, &major, &val);
+		size_t h = maro_cbor_head(p, n, &major, &val);
 
 		if (!h)
 			return 0;
@@ -266,7 +242,7 @@ text_value(const uint8_t *p, size_t n, struct maro_str *out)
 {
 	unsigned major;
 	uint64_t len;
-	size_t h = head(p, n, &major, &len);
+	size_t h = maro_cbor_head(p, n, &major, &len);
 
 	if (!h || major != 3 || len == UINT64_MAX || len > n - h || !utf8_valid(p + h, len))
 		return -1;
@@ -284,7 +260,7 @@ text_bytes(const uint8_t *p, size_t n, struct maro_str *out)
 {
 	unsigned major;
 	uint64_t len;
-	size_t h = head(p, n, &major, &len);
+	size_t h = maro_cbor_head(p, n, &major, &len);
 
 	if (!h || major != 3 || len == UINT64_MAX || len > n - h)
 		return -1;
@@ -337,7 +313,7 @@ decode(struct maro_msg *m, const uint8_t *p, size_t n, size_t *end, struct maro_
 
 	/* the extras are written as they are found: clearing them was a third of the struct's cost */
 	memset(m, 0, offsetof(struct maro_msg, extra));
-	h = n && ((p[0] & 31) < 28 || (p[0] & 31) == 31) ? head(p, n, &major, &count) : 0;
+	h = maro_cbor_head(p, n, &major, &count);
 	if (!h || major != 5)
 		return bad(err, 0, "item is not a map (a message is a CBOR map)");
 	pos = h;
@@ -445,7 +421,7 @@ maro_msg_decode_checked(struct maro_msg *m, const uint8_t *p, size_t n,
 	return rc;
 }
 
-/* A text head at q (room for 9 bytes); where it ends. */
+/* A head of major type major and argument n at q (room for 9 bytes); where it ends. */
 static uint8_t *
 put_head(uint8_t *q, unsigned major, uint64_t n)
 {

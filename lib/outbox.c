@@ -35,6 +35,8 @@ struct entry {
 /* a message this big goes in a frame of its own, sent from its buffer */
 #define IN_PLACE_MIN (8 * 1024)
 
+static const uint8_t data_hdr[MARO_FRAME_HEADER] = { 'm', 1, MARO_FRAME_DATA, 0 };
+
 static uint8_t *
 buf_new(size_t cap)
 {
@@ -277,13 +279,12 @@ maro_outbox_begin(struct maro_outbox *ob, const char *name, size_t n)
 void
 maro_outbox_commit(struct maro_outbox *ob, size_t n)
 {
-	static const uint8_t hdr[MARO_FRAME_HEADER] = { 'm', 1, MARO_FRAME_DATA, 0 };
 	struct dest *d = ob->open;
 	struct entry *e = &d->ring[d->tail & d->mask];
 	uint8_t *h = e->p - BUF_PREFIX;
 
 	/* the headers it goes with, alone in a frame or copied into one */
-	memcpy(h, hdr, sizeof hdr);
+	memcpy(h, data_hdr, sizeof data_hdr);
 	put_u64(h + MARO_FRAME_HEADER, d->tail);
 	h[MARO_FRAME_HEADER + 8] = (uint8_t)(n >> 24);
 	h[MARO_FRAME_HEADER + 9] = (uint8_t)(n >> 16);
@@ -505,12 +506,11 @@ struct frame_fill {
 static void
 fill_frame(void *arg, uint8_t *q)
 {
-	static const uint8_t hdr[MARO_FRAME_HEADER] = { 'm', 1, MARO_FRAME_DATA, 0 };
 	const struct frame_fill *f = arg;
 	uint64_t s;
 
-	memcpy(q, hdr, sizeof hdr);
-	q += sizeof hdr;
+	memcpy(q, data_hdr, sizeof data_hdr);
+	q += sizeof data_hdr;
 	for (s = f->from; s < f->stop; s++) {
 		const struct entry *e = &f->d->ring[s & f->d->mask];
 
@@ -528,7 +528,6 @@ send_queued(struct maro_outbox *ob, struct dest *d, int64_t now)
 		struct frame_fill f = { d, d->next, d->next };
 		size_t len = MARO_FRAME_HEADER;
 		uint64_t s;
-
 		struct entry *big = NULL;
 		int rc = 0;
 

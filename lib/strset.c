@@ -35,8 +35,6 @@ maro_hash64(const void *p, size_t n)
 	return h;
 }
 
-
-
 /* Slot of key, or of the empty slot where it would go.  Removed keys leave tombstones (count 0). */
 static size_t
 find_h(const struct maro_strset *s, const char *key, size_t len, uint64_t h)
