@@ -22,6 +22,36 @@ numbers() {
 
 lines() { [ -f "$1" ] && wc -l < "$1" || echo 0; }
 
+# kill_midstream A B LINES SECONDS: maro-send reads a fifo to "sink".  A
+# goes in first; once the first receiver has written LINES lines to "first"
+# it is killed -9 and a --takeover receiver writes to "second"; only then
+# does B go in (however fast the first receiver took A), and the fifo
+# closes.  The second receiver is stopped with SIGTERM after the sender
+# ends.  Sets send_status and second_status; the sender's stderr is send.err.
+kill_midstream() {
+	local limit=$4 first second send
+
+	mkfifo feed
+	bg "$limit" maro-recv -n sink -f payload > first
+	first=$BG_PID
+	wait_until 10 is_live sink
+	bg "$limit" sh -c "maro-send -p sink -W $((limit - 10))s < feed 2> send.err"
+	send=$BG_PID
+	exec 5> feed
+	cat "$1" >&5
+	wait_until 60 has_lines first "$3"
+	kill -9 "$(child_pid "$first" maro-recv)"
+	bg "$limit" maro-recv -n sink --takeover -f payload > second
+	second=$BG_PID
+	cat "$2" >&5
+	exec 5>&-
+	wait_exit "$send" "$((limit - 10))"
+	send_status=$status
+	kill -TERM "$(child_pid "$second" maro-recv)"
+	wait_exit "$second" 10
+	second_status=$status
+}
+
 @test "a stream of 10000 messages arrives complete and in order" {
 	numbers 1 10000 > in.cbor
 	bg 60 maro-recv -n sink -C 10000 -f payload > out
@@ -56,24 +86,9 @@ lines() { [ -f "$1" ] && wc -l < "$1" || echo 0; }
 	# however fast the first receiver took the first half
 	numbers 1 50000 > a.cbor
 	numbers 50001 100000 > b.cbor
-	mkfifo feed
-	bg 120 maro-recv -n sink -f payload > first
-	first=$BG_PID
-	bg 120 sh -c 'maro-send -p sink -W 100s < feed'
-	send=$BG_PID
-	exec 5> feed
-	cat a.cbor >&5
-	wait_until 60 has_lines first 20000
-	kill -9 "$(child_pid "$first" maro-recv)"
-	bg 120 maro-recv -n sink --takeover -f payload > second
-	second=$BG_PID
-	cat b.cbor >&5
-	exec 5>&-
-	wait_exit "$send" 110
-	[ "$status" -eq 0 ]
-	kill -TERM "$(child_pid "$second" maro-recv)"
-	wait_exit "$second" 10
-	[ "$status" -eq 143 ]
+	kill_midstream a.cbor b.cbor 20000 120
+	[ "$send_status" -eq 0 ] || { cat send.err; false; }
+	[ "$second_status" -eq 143 ]
 	# at least once across both outputs
 	cat first second | sort -n -u | cmp - <(seq 1 100000)
 	# duplicates only within the sender's in-flight window (4096)
@@ -91,24 +106,8 @@ lines() { [ -f "$1" ] && wc -l < "$1" || echo 0; }
 		maro-msg -i json > a.cbor
 	tail -n 20 payloads | jq -R -c '{tag: "n", session_type: "notification", payload: .}' |
 		maro-msg -i json > b.cbor
-	mkfifo feed
-	bg 60 maro-recv -n sink -f payload > first
-	first=$BG_PID
-	wait_until 10 is_live sink
-	bg 60 sh -c 'maro-send -p sink -W 50s < feed 2> send.err'
-	send=$BG_PID
-	exec 5> feed
-	cat a.cbor >&5
-	wait_until 30 has_lines first 5
-	kill -9 "$(child_pid "$first" maro-recv)"
-	bg 60 maro-recv -n sink --takeover -f payload > second
-	second=$BG_PID
-	cat b.cbor >&5
-	exec 5>&-
-	wait_exit "$send" 50
-	[ "$status" -eq 0 ] || { cat send.err; false; }
-	kill -TERM "$(child_pid "$second" maro-recv)"
-	wait_exit "$second" 10
+	kill_midstream a.cbor b.cbor 5 60
+	[ "$send_status" -eq 0 ] || { cat send.err; false; }
 	# whole lines only (the kill may tear the first receiver's last write,
 	# which it never acknowledged): every payload, each byte for byte
 	cat first second | awk 'length($0) == 100000' | sort -u | cmp - <(sort -u payloads)
