@@ -755,8 +755,11 @@ main(int argc, char **argv)
 				stop = 1;
 				d.h[i].pid = -d.h[i].pid;
 			}
+		if (stop)
+			maro_outbox_finishing(d.ob);
 		maro_outbox_run(d.ob);
-		maro_inbox_flush(d.ib);
+		/* held a little: a reply settles its request, and acks share frames */
+		maro_inbox_flush_due(d.ib);
 		if (stop && maro_outbox_pending(d.ob) == 0)
 			break;
 		if (maro_signal) {
@@ -788,6 +791,8 @@ main(int argc, char **argv)
 			wake = deadline;
 		if (next_hb < wake)
 			wake = next_hb;
+		if (maro_inbox_ack_deadline(d.ib) < wake)
+			wake = maro_inbox_ack_deadline(d.ib);
 		/* percentages move with membership: look again now and then */
 		if (now + 500000 < wake && d.nheld)
 			wake = now + 500000;

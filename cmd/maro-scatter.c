@@ -598,8 +598,12 @@ main(int argc, char **argv)
 			int rc = next_input(&s, &r, &ip, &n, &off, &err);
 
 			if (rc == 0) {
-				if (r.eof)
+				if (r.eof) {
 					input_done = 1;
+					/* --async waits on acks; otherwise replies settle */
+					if (s.async)
+						maro_outbox_finishing(s.ob);
+				}
 				want_input = 1;
 				break;
 			}
@@ -658,8 +662,9 @@ main(int argc, char **argv)
 				maro_warn("error writing standard output: %s", strerror(errno));
 			goto out;
 		}
+		/* held a little, so that one frame acknowledges many replies */
 		if (s.rq.inbox)
-			maro_inbox_flush(s.rq.inbox);
+			maro_inbox_flush_due(s.rq.inbox);
 		progress(&s, 0);
 		if (input_done && s.rq_head == s.nrequeue &&
 		    (s.async ? maro_outbox_pending(s.ob) == 0 : s.ndone == s.ntasks))
@@ -697,6 +702,8 @@ main(int argc, char **argv)
 			wake = next_hb;
 		if (s.prefix && next_refresh < wake)
 			wake = next_refresh;
+		if (s.rq.inbox && maro_inbox_ack_deadline(s.rq.inbox) < wake)
+			wake = maro_inbox_ack_deadline(s.rq.inbox);
 		ms = (long)((wake - now + 999) / 1000);
 		/* something moved: go round again before sleeping */
 		if (ms < 0 || moved)

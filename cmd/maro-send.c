@@ -488,6 +488,9 @@ main(int argc, char **argv)
 				break;
 			}
 		}
+		/* all sent: what is left is waiting for acks, which receivers then send at once */
+		if (input_done && s.staged.len == 0)
+			maro_outbox_finishing(s.ob);
 		maro_outbox_run(s.ob);
 		if (s.rq.inbox)
 			drain_replies(&s);

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "inbox.h"
 #include "strset.h"
 
@@ -26,6 +27,7 @@ struct peer {
 	uint64_t last_first;	/* the range being extended */
 	uint32_t last_count;
 	size_t last_at;		/* offset of that range in acks */
+	int prompt;		/* its last frame asked for acknowledgements at once */
 };
 
 struct maro_inbox {
@@ -40,6 +42,10 @@ struct maro_inbox {
 	struct peer *peers;
 	size_t npeers;
 	size_t npending;	/* peers with acks queued */
+	/* held acknowledgements (maro_inbox_flush_due): since when, how many, one asked for at once */
+	int64_t ack_since;
+	size_t ack_count;
+	int ack_prompt;
 	/* duplicate filter */
 	uint64_t *slots;
 	uint64_t *order;
@@ -202,6 +208,9 @@ maro_inbox_discard(struct maro_inbox *ib)
 	for (i = 0; i < ib->npeers; i++)
 		ib->peers[i].acks.len = 0;
 	ib->npending = 0;
+	ib->ack_since = 0;
+	ib->ack_count = 0;
+	ib->ack_prompt = 0;
 }
 
 void
@@ -307,6 +316,9 @@ queue_ack(struct maro_inbox *ib, uint32_t peer, uint64_t seq)
 	struct peer *p = &ib->peers[peer];
 	uint8_t item[MARO_ACK_ITEM];
 
+	if (!ib->ack_count++)
+		ib->ack_since = maro_now_us();
+	ib->ack_prompt |= p->prompt;
 	if (p->acks.len && p->last_first + p->last_count == seq) {
 		put_u32(p->acks.p + p->last_at + 8, ++p->last_count);
 		return 0;
@@ -349,7 +361,32 @@ maro_inbox_flush(struct maro_inbox *ib)
 		p->acks.len = 0;
 		ib->npending--;
 	}
+	if (ib->npending) {
+		/* some could not go: try again after another delay, not in a busy loop */
+		ib->ack_since = maro_now_us();
+	} else {
+		ib->ack_since = 0;
+		ib->ack_count = 0;
+		ib->ack_prompt = 0;
+	}
 	return rc;
+}
+
+int
+maro_inbox_flush_due(struct maro_inbox *ib)
+{
+	if (!ib->npending)
+		return 0;
+	if (ib->ack_prompt || ib->ack_count >= MARO_ACK_BATCH ||
+	    maro_now_us() - ib->ack_since >= MARO_ACK_DELAY_US)
+		return maro_inbox_flush(ib);
+	return 0;
+}
+
+int64_t
+maro_inbox_ack_deadline(const struct maro_inbox *ib)
+{
+	return ib->npending ? ib->ack_since + MARO_ACK_DELAY_US : INT64_MAX;
 }
 
 /*
@@ -382,6 +419,7 @@ take(struct maro_inbox *ib, struct maro_delivery *d, int read)
 			}
 			ib->frame = p;
 			ib->framelen = n;
+			ib->peers[ib->frame_peer].prompt = (((const uint8_t *)p)[3] & MARO_FRAME_PROMPT) != 0;
 			ib->pos = MARO_FRAME_HEADER;
 		}
 		if (ib->framelen - ib->pos < MARO_DATA_ITEM_HEADER) {

@@ -54,6 +54,16 @@ int maro_inbox_next(struct maro_inbox *ib, struct maro_delivery *d);
 int maro_inbox_done(struct maro_inbox *ib, const struct maro_delivery *d);
 /* Sends every queued acknowledgement.  Call after the output was flushed. */
 int maro_inbox_flush(struct maro_inbox *ib);
+/*
+ * The same, but only once they are due: a sender asked for them at once
+ * (its frame said so: it waits on them), MARO_ACK_BATCH messages wait, or
+ * the oldest waited MARO_ACK_DELAY_US.  Holding them lets one frame
+ * acknowledge many messages, and lets a reply settle its request before
+ * any acknowledgement goes.  Poll no longer than maro_inbox_ack_deadline.
+ */
+int maro_inbox_flush_due(struct maro_inbox *ib);
+/* When held acknowledgements are due (monotonic us), or INT64_MAX. */
+int64_t maro_inbox_ack_deadline(const struct maro_inbox *ib);
 /* Forgets every queued acknowledgement (their senders resend). */
 void maro_inbox_discard(struct maro_inbox *ib);
 /*

@@ -111,6 +111,7 @@ struct maro_outbox {
 	struct dest *open;	/* between maro_outbox_begin and commit */
 	uint64_t acked, resent;
 	size_t pending;
+	int finishing;		/* the caller waits on the acknowledgements now */
 };
 
 static uint64_t
@@ -290,6 +291,9 @@ maro_outbox_commit(struct maro_outbox *ob, size_t n)
 	h[MARO_FRAME_HEADER + 9] = (uint8_t)(n >> 16);
 	h[MARO_FRAME_HEADER + 10] = (uint8_t)(n >> 8);
 	h[MARO_FRAME_HEADER + 11] = (uint8_t)n;
+	/* a big one goes alone and holds much of the byte window: acknowledge it at once */
+	if (n >= IN_PLACE_MIN)
+		h[3] = MARO_FRAME_PROMPT;
 	e->n = (uint32_t)n;
 	e->acked = 0;
 	e->sid_known = 0;
@@ -501,6 +505,7 @@ read_acks(struct maro_outbox *ob, struct dest *d)
 struct frame_fill {
 	struct dest *d;
 	uint64_t from, stop;
+	uint8_t flags;
 };
 
 static void
@@ -510,6 +515,7 @@ fill_frame(void *arg, uint8_t *q)
 	uint64_t s;
 
 	memcpy(q, data_hdr, sizeof data_hdr);
+	q[3] = f->flags;
 	q += sizeof data_hdr;
 	for (s = f->from; s < f->stop; s++) {
 		const struct entry *e = &f->d->ring[s & f->d->mask];
@@ -525,7 +531,7 @@ static void
 send_queued(struct maro_outbox *ob, struct dest *d, int64_t now)
 {
 	while (d->next < d->tail) {
-		struct frame_fill f = { d, d->next, d->next };
+		struct frame_fill f = { d, d->next, d->next, 0 };
 		size_t len = MARO_FRAME_HEADER;
 		uint64_t s;
 		struct entry *big = NULL;
@@ -548,8 +554,14 @@ send_queued(struct maro_outbox *ob, struct dest *d, int64_t now)
 			if (len > MARO_FRAME_HEADER && len + MARO_DATA_ITEM_HEADER + e->n > BATCH_BYTES)
 				break;
 			len += MARO_DATA_ITEM_HEADER + e->n;
+			if (e->sent)
+				f.flags = MARO_FRAME_PROMPT;	/* a resend: we are waiting */
 		}
 		f.stop = s;
+		/* the window half used, or the caller finishing: it waits on these acks */
+		if (ob->finishing || (d->tail - d->head) * 2 >= ob->c->window ||
+		    d->bytes * 2 >= ob->c->window_bytes)
+			f.flags = MARO_FRAME_PROMPT;
 		if (big) {
 			__atomic_add_fetch(buf_refs(big->p), 1, __ATOMIC_RELAXED);
 			rc = ob->c->driver->send_ref(d->sock, big->p - BUF_PREFIX, BUF_PREFIX + big->n,
@@ -575,6 +587,12 @@ send_queued(struct maro_outbox *ob, struct dest *d, int64_t now)
 		}
 		d->next = f.stop;
 	}
+}
+
+void
+maro_outbox_finishing(struct maro_outbox *ob)
+{
+	ob->finishing = 1;
 }
 
 int

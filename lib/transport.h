@@ -26,6 +26,17 @@
 #define MARO_FRAME_HEADER 4
 #define MARO_FRAME_DATA 'D'
 #define MARO_FRAME_ACK 'A'
+/*
+ * The header's last byte: flags.  On DATA, "acknowledge at once": the
+ * sender waits on these acknowledgements (its window is half used, it
+ * resends, or it is finishing).  Without it a receiver may hold its
+ * acknowledgements for up to MARO_ACK_DELAY_US, so that one frame
+ * acknowledges many messages and a reply settles its request first.
+ */
+#define MARO_FRAME_PROMPT 0x01
+#define MARO_ACK_DELAY_US 2000
+/* ...or until this many messages wait for their acknowledgement */
+#define MARO_ACK_BATCH 256
 #define MARO_DATA_ITEM_HEADER 12
 #define MARO_ACK_ITEM 12
 

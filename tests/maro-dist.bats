@@ -96,3 +96,19 @@ live() { maro-peers -f json | grep -c "\"$1" || :; }
 	assert_success
 	[ "$(printf '%s\n' "${lines[@]}" | sort | tr '\n' ' ')" = "worker.1 worker.2 worker.3 " ]
 }
+
+@test "acknowledgements are held up to 2 ms, and sent at once to a sender whose frame asks (maro(7))" {
+	bg 60 maro-dist -n worker.1 --raw --co '*:echo:1' 'cat > /dev/null'
+	run maro-peers -e worker=1 -W 10s -q
+	assert_success
+	ep=$(maro-peers -P worker.1 -f json | jq -r .endpoint)
+	# 20 messages one at a time, each waiting for its ack: held, each waits its 2 ms
+	run timeout 20 "$MARO_BIN/../tests/unit-tests" acks "$ep" 20 0
+	assert_success
+	held=$output
+	[ "$held" -ge 36000 ]
+	# the same with the header's prompt flag: no wait for the delay
+	run timeout 20 "$MARO_BIN/../tests/unit-tests" acks "$ep" 20 1
+	assert_success
+	[ "$output" -lt $((held / 2)) ]
+}

@@ -73,13 +73,15 @@ main(int argc, char **argv)
 {
 	if (argc == 3 && !strcmp(argv[1], "hostile"))
 		return fixture_hostile(argv[2]);
+	if (argc == 5 && !strcmp(argv[1], "acks"))
+		return fixture_acks(argv[2], argv[3], argv[4]);
 	if ((argc == 4 || argc == 6) && !strcmp(argv[1], "outsider"))
 		return fixture_outsider(argv[2], argv[3], argc == 6 ? argv[4] : NULL,
 		    argc == 6 ? argv[5] : NULL);
 	if ((argc == 3 || argc == 4) && !strcmp(argv[1], "hold"))
 		return hold(argv[2], argc == 4 ? argv[3] : NULL);
 	if (argc > 1) {
-		fprintf(stderr, "usage: unit-tests [hostile ENDPOINT | outsider ENDPOINT PUBLIC [CLIENT_PUBLIC CLIENT_SECRET] | hold NAME [ENDPOINT]]\n");
+		fprintf(stderr, "usage: unit-tests [hostile ENDPOINT | acks ENDPOINT COUNT FLAGS | outsider ENDPOINT PUBLIC [CLIENT_PUBLIC CLIENT_SECRET] | hold NAME [ENDPOINT]]\n");
 		return 2;
 	}
 	test_cborseq();
