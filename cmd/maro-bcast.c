@@ -269,7 +269,7 @@ main(int argc, char **argv)
 	if (!b.ob)
 		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
 	/* one round, and then waiting on it: receivers acknowledge at once */
-	maro_outbox_finishing(b.ob);
+	maro_outbox_prompt(b.ob);
 	maro_writer_init(&b.w, STDOUT_FILENO);
 	for (i = 0; i < npeers; i++) {
 		/* the same bytes to every peer: encoded once */

@@ -756,7 +756,7 @@ main(int argc, char **argv)
 				d.h[i].pid = -d.h[i].pid;
 			}
 		if (stop)
-			maro_outbox_finishing(d.ob);
+			maro_outbox_prompt(d.ob);
 		maro_outbox_run(d.ob);
 		/* held a little: a reply settles its request, and acks share frames */
 		maro_inbox_flush_due(d.ib);

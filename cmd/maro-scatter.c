@@ -569,6 +569,12 @@ main(int argc, char **argv)
 	s.ob = maro_outbox_new(s.c, NULL, on_ack, &s);
 	if (!s.ob)
 		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+	/*
+	 * --async: an acknowledgement is what frees a peer's window (a worker's
+	 * acks would otherwise wait 2 ms); without it replies do, and settle
+	 */
+	if (s.async)
+		maro_outbox_prompt(s.ob);
 	maro_writer_init(&s.w, STDOUT_FILENO);
 	maro_reader_init(&r, STDIN_FILENO, &s.c->limits);
 	s.started = maro_now_us();
@@ -598,12 +604,8 @@ main(int argc, char **argv)
 			int rc = next_input(&s, &r, &ip, &n, &off, &err);
 
 			if (rc == 0) {
-				if (r.eof) {
+				if (r.eof)
 					input_done = 1;
-					/* --async waits on acks; otherwise replies settle */
-					if (s.async)
-						maro_outbox_finishing(s.ob);
-				}
 				want_input = 1;
 				break;
 			}

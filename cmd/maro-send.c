@@ -490,7 +490,7 @@ main(int argc, char **argv)
 		}
 		/* all sent: what is left is waiting for acks, which receivers then send at once */
 		if (input_done && s.staged.len == 0)
-			maro_outbox_finishing(s.ob);
+			maro_outbox_prompt(s.ob);
 		maro_outbox_run(s.ob);
 		if (s.rq.inbox)
 			drain_replies(&s);

@@ -111,7 +111,7 @@ struct maro_outbox {
 	struct dest *open;	/* between maro_outbox_begin and commit */
 	uint64_t acked, resent;
 	size_t pending;
-	int finishing;		/* the caller waits on the acknowledgements now */
+	int prompt;		/* the caller waits on acknowledgements: frames ask for them at once */
 };
 
 static uint64_t
@@ -559,7 +559,7 @@ send_queued(struct maro_outbox *ob, struct dest *d, int64_t now)
 		}
 		f.stop = s;
 		/* the window half used, or the caller finishing: it waits on these acks */
-		if (ob->finishing || (d->tail - d->head) * 2 >= ob->c->window ||
+		if (ob->prompt || (d->tail - d->head) * 2 >= ob->c->window ||
 		    d->bytes * 2 >= ob->c->window_bytes)
 			f.flags = MARO_FRAME_PROMPT;
 		if (big) {
@@ -590,9 +590,9 @@ send_queued(struct maro_outbox *ob, struct dest *d, int64_t now)
 }
 
 void
-maro_outbox_finishing(struct maro_outbox *ob)
+maro_outbox_prompt(struct maro_outbox *ob)
 {
-	ob->finishing = 1;
+	ob->prompt = 1;
 }
 
 int

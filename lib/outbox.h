@@ -60,11 +60,11 @@ size_t maro_outbox_drop(struct maro_outbox *ob, const char *dest);
  */
 size_t maro_outbox_settle(struct maro_outbox *ob, const char *dest, struct maro_str session_id);
 /*
- * The caller now waits for the acknowledgements of what it sent (its input
- * ended): frames from here on ask their receivers to acknowledge at once,
- * not after up to MARO_ACK_DELAY_US (maro(7), WIRE PROTOCOL).
+ * From here on the caller waits on acknowledgements (its input ended, or
+ * acks are what frees its work): frames ask their receivers to acknowledge
+ * at once, not after up to MARO_ACK_DELAY_US (maro(7), WIRE PROTOCOL).
  */
-void maro_outbox_finishing(struct maro_outbox *ob);
+void maro_outbox_prompt(struct maro_outbox *ob);
 /* Fills up to max poll items for the sockets that have work; returns how many. */
 int maro_outbox_pollitems(struct maro_outbox *ob, zmq_pollitem_t *items, int max);
 /* Reads acknowledgements, sends, resends, looks stalled peers up again.  0 or -1 (errno). */
