@@ -378,11 +378,24 @@ co_feed(struct dist *d, struct handler *h, const unsigned char *take)
 	d->runs++;
 }
 
-/* The reply for the oldest waiting request: acknowledge that request. */
+/*
+ * The reply for the oldest waiting request went out: acknowledge that
+ * request, unless the reply goes to its sender's private reply inbox, where
+ * it settles the request (maro(7), DELIVERY): then an ack would be one more
+ * frame, and one more wake-up, per task.
+ */
 static void
 co_answered(struct dist *d, struct handler *h, size_t k)
 {
-	ack(d, h->wait[k].peer, h->wait[k].seq, &h->wait[k].msg);
+	const struct maro_msg *m = &h->wait[k].msg;
+
+	if (m->reply_to.p && m->reply_to.n > 1 && m->reply_to.p[0] == '~') {
+		struct maro_delivery dl = { .peer = h->wait[k].peer, .seq = h->wait[k].seq, .msg = *m };
+
+		maro_inbox_settled(d->ib, &dl);
+	} else {
+		ack(d, h->wait[k].peer, h->wait[k].seq, m);
+	}
 	free(h->wait[k].p);
 	memmove(h->wait + k, h->wait + k + 1, (h->nwait - k - 1) * sizeof *h->wait);
 	h->nwait--;

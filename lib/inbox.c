@@ -493,6 +493,12 @@ maro_inbox_next(struct maro_inbox *ib, struct maro_delivery *d)
 	}
 }
 
+void
+maro_inbox_settled(struct maro_inbox *ib, const struct maro_delivery *d)
+{
+	dedup_add(ib, d->id_hash ? d->id_hash : d->msg.message_id.p ? hash_id(d->msg.message_id) : 0);
+}
+
 int
 maro_inbox_done(struct maro_inbox *ib, const struct maro_delivery *d)
 {

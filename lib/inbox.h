@@ -52,6 +52,13 @@ int maro_inbox_next(struct maro_inbox *ib, struct maro_delivery *d);
  * flush and its message_id joins the duplicate filter.
  */
 int maro_inbox_done(struct maro_inbox *ib, const struct maro_delivery *d);
+/*
+ * The message is handed on, and answered by a reply its sender settles it
+ * with (maro_outbox_settle): a request to a private reply inbox.  Its
+ * message_id joins the duplicate filter; no acknowledgement goes, since
+ * the reply is one (a resend of it is acknowledged as a duplicate).
+ */
+void maro_inbox_settled(struct maro_inbox *ib, const struct maro_delivery *d);
 /* Sends every queued acknowledgement.  Call after the output was flushed. */
 int maro_inbox_flush(struct maro_inbox *ib);
 /*

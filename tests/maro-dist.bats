@@ -112,3 +112,15 @@ live() { maro-peers -f json | grep -c "\"$1" || :; }
 	assert_success
 	[ "$output" -lt $((held / 2)) ]
 }
+
+@test "an answered task is settled by its reply: no acknowledgement, no resend, every task answered once" {
+	bg 60 maro-dist -n worker.1 --raw --co '*:echo:1' cat
+	run maro-peers -e worker=1 -W 10s -q
+	assert_success
+	# the worker sends no ack for these: were the reply not to settle a task,
+	# an outbox window of 8 would fill, and wait a second to send them again
+	run timeout 30 sh -c 'seq 300 | MARO_WINDOW=8 maro-scatter -P worker -t echo --window 4 -v -W 20s -f payload 2> err | sort -n'
+	assert_success
+	[ "$output" = "$(seq 300)" ]
+	grep -q "300 tasks, 300 answered, 0 resent, 0 stray replies" err
+}
