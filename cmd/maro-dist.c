@@ -771,7 +771,7 @@ main(int argc, char **argv)
 		if (stop)
 			maro_outbox_prompt(d.ob);
 		maro_outbox_run(d.ob);
-		/* held a little: a reply settles its request, and acks share frames */
+		/* held a little, so that acks share frames (answered tasks need none) */
 		maro_inbox_flush_due(d.ib);
 		if (stop && maro_outbox_pending(d.ob) == 0)
 			break;

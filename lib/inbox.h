@@ -65,8 +65,7 @@ int maro_inbox_flush(struct maro_inbox *ib);
  * The same, but only once they are due: a sender asked for them at once
  * (its frame said so: it waits on them), MARO_ACK_BATCH messages wait, or
  * the oldest waited MARO_ACK_DELAY_US.  Holding them lets one frame
- * acknowledge many messages, and lets a reply settle its request before
- * any acknowledgement goes.  Poll no longer than maro_inbox_ack_deadline.
+ * acknowledge many messages.  Poll no longer than maro_inbox_ack_deadline.
  */
 int maro_inbox_flush_due(struct maro_inbox *ib);
 /* When held acknowledgements are due (monotonic us), or INT64_MAX. */

@@ -31,7 +31,7 @@
  * sender waits on these acknowledgements (its window is half used, it
  * resends, or it is finishing).  Without it a receiver may hold its
  * acknowledgements for up to MARO_ACK_DELAY_US, so that one frame
- * acknowledges many messages and a reply settles its request first.
+ * acknowledges many messages.
  */
 #define MARO_FRAME_PROMPT 0x01
 #define MARO_ACK_DELAY_US 2000
