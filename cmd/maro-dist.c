@@ -389,13 +389,11 @@ co_answered(struct dist *d, struct handler *h, size_t k)
 {
 	const struct maro_msg *m = &h->wait[k].msg;
 
-	if (m->reply_to.p && m->reply_to.n > 1 && m->reply_to.p[0] == '~') {
-		struct maro_delivery dl = { .peer = h->wait[k].peer, .seq = h->wait[k].seq, .msg = *m };
-
-		maro_inbox_settled(d->ib, &dl);
-	} else {
+	/* only its id is needed: no copy of the message per task */
+	if (m->reply_to.p && m->reply_to.n > 1 && m->reply_to.p[0] == '~')
+		maro_inbox_settled(d->ib, m->message_id);
+	else
 		ack(d, h->wait[k].peer, h->wait[k].seq, m);
-	}
 	free(h->wait[k].p);
 	memmove(h->wait + k, h->wait + k + 1, (h->nwait - k - 1) * sizeof *h->wait);
 	h->nwait--;

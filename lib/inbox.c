@@ -494,15 +494,19 @@ maro_inbox_next(struct maro_inbox *ib, struct maro_delivery *d)
 }
 
 void
-maro_inbox_settled(struct maro_inbox *ib, const struct maro_delivery *d)
+maro_inbox_settled(struct maro_inbox *ib, struct maro_str message_id)
 {
-	dedup_add(ib, d->id_hash ? d->id_hash : d->msg.message_id.p ? hash_id(d->msg.message_id) : 0);
+	if (message_id.p)
+		dedup_add(ib, hash_id(message_id));
 }
 
 int
 maro_inbox_done(struct maro_inbox *ib, const struct maro_delivery *d)
 {
 	/* a delivery the caller made itself has no hash yet */
-	dedup_add(ib, d->id_hash ? d->id_hash : d->msg.message_id.p ? hash_id(d->msg.message_id) : 0);
+	if (d->id_hash)
+		dedup_add(ib, d->id_hash);
+	else
+		maro_inbox_settled(ib, d->msg.message_id);
 	return queue_ack(ib, d->peer, d->seq);
 }

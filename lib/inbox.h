@@ -58,7 +58,7 @@ int maro_inbox_done(struct maro_inbox *ib, const struct maro_delivery *d);
  * message_id joins the duplicate filter; no acknowledgement goes, since
  * the reply is one (a resend of it is acknowledged as a duplicate).
  */
-void maro_inbox_settled(struct maro_inbox *ib, const struct maro_delivery *d);
+void maro_inbox_settled(struct maro_inbox *ib, struct maro_str message_id);
 /* Sends every queued acknowledgement.  Call after the output was flushed. */
 int maro_inbox_flush(struct maro_inbox *ib);
 /*
