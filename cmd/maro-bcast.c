@@ -342,7 +342,7 @@ main(int argc, char **argv)
 			wake = deadline;
 		if (next_check < wake)
 			wake = next_check;
-		if (zmq_poll(items, nitems, wake <= now ? 0 : (long)((wake - now + 999) / 1000)) < 0 &&
+		if (maro_poll(b.c, items, nitems, wake <= now ? 0 : (long)((wake - now + 999) / 1000)) < 0 &&
 		    errno != EINTR)
 			maro_die(MARO_EXIT_SOFTWARE, "poll: %s", zmq_strerror(errno));
 	}

@@ -175,7 +175,7 @@ send_msg(struct dist *d, struct maro_msg *m)
 		}
 		maro_outbox_run(d->ob);
 		k = maro_outbox_pollitems(d->ob, items, 1024);
-		zmq_poll(items, k, 100);
+		maro_poll(d->c, items, k, 100);
 	}
 	maro_outbox_commit(d->ob, maro_msg_encode_into(m, q));
 }
@@ -807,7 +807,7 @@ main(int argc, char **argv)
 		/* percentages move with membership: look again now and then */
 		if (now + 500000 < wake && d.nheld)
 			wake = now + 500000;
-		if (zmq_poll(items, nitems, wake <= now ? 0 : (long)((wake - now + 999) / 1000)) < 0 &&
+		if (maro_poll(d.c, items, nitems, wake <= now ? 0 : (long)((wake - now + 999) / 1000)) < 0 &&
 		    errno != EINTR)
 			maro_die(MARO_EXIT_SOFTWARE, "poll: %s", zmq_strerror(errno));
 	}

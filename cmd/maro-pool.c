@@ -799,7 +799,7 @@ main(int argc, char **argv)
 		for (i = 0; i < pl.njobs; i++)
 			if (pl.jobs[i].state == WAITING && pl.jobs[i].restart_at < wake)
 				wake = pl.jobs[i].restart_at;
-		if (zmq_poll(items, nitems, wake <= now ? 0 : (long)((wake - now + 999) / 1000)) < 0 &&
+		if (maro_poll(pl.c, items, nitems, wake <= now ? 0 : (long)((wake - now + 999) / 1000)) < 0 &&
 		    errno != EINTR)
 			maro_die(MARO_EXIT_SOFTWARE, "poll: %s", zmq_strerror(errno));
 	}

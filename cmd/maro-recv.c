@@ -221,7 +221,7 @@ main(int argc, char **argv)
 		if (next_hb < wake)
 			wake = next_hb;
 		ms = wake == INT64_MAX ? -1 : (long)((wake - now + 999) / 1000);
-		if (zmq_poll(&it, 1, ms) < 0 && errno != EINTR)
+		if (maro_poll(c, &it, 1, ms) < 0 && errno != EINTR)
 			maro_die(MARO_EXIT_SOFTWARE, "poll: %s", zmq_strerror(errno));
 		if (maro_signal) {
 			status = maro_signal_status();

@@ -710,7 +710,7 @@ main(int argc, char **argv)
 		/* something moved: go round again before sleeping */
 		if (ms < 0 || moved)
 			ms = 0;
-		if (zmq_poll(items, nitems, ms) < 0 && errno != EINTR)
+		if (maro_poll(s.c, items, nitems, ms) < 0 && errno != EINTR)
 			maro_die(MARO_EXIT_SOFTWARE, "poll: %s", zmq_strerror(errno));
 		if (stdin_at >= 0 && (items[stdin_at].revents & (ZMQ_POLLIN | ZMQ_POLLERR)) &&
 		    maro_reader_fill(&r) < 0 && errno != EINTR) {

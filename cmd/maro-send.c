@@ -531,7 +531,7 @@ main(int argc, char **argv)
 		if (s.rq.inbox && next_hb < wake)
 			wake = next_hb;
 		ms = wake == INT64_MAX ? -1 : (long)((wake - now + 999) / 1000);
-		if (zmq_poll(items, nitems, ms) < 0 && errno != EINTR)
+		if (maro_poll(s.c, items, nitems, ms) < 0 && errno != EINTR)
 			maro_die(MARO_EXIT_SOFTWARE, "poll: %s", zmq_strerror(errno));
 		if (stdin_at >= 0 && (items[stdin_at].revents & (ZMQ_POLLIN | ZMQ_POLLERR))) {
 			if (maro_reader_fill(&r) < 0 && errno != EAGAIN && errno != EINTR) {

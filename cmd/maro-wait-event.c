@@ -280,7 +280,7 @@ main(int argc, char **argv)
 		wake = deadline < next_hb ? deadline : next_hb;
 		if (next_live < wake)
 			wake = next_live;
-		if (zmq_poll(&it, w.nheld < MAX_HELD ? 1 : 0, wake <= now ? 0 : (long)((wake - now + 999) / 1000)) < 0 &&
+		if (maro_poll(c, &it, w.nheld < MAX_HELD ? 1 : 0, wake <= now ? 0 : (long)((wake - now + 999) / 1000)) < 0 &&
 		    errno != EINTR)
 			maro_die(MARO_EXIT_SOFTWARE, "poll: %s", zmq_strerror(errno));
 	}

@@ -43,7 +43,7 @@ struct maro_inbox *maro_inbox_open(struct maro_ctx *c, const char *name, const c
  */
 void maro_inbox_close(struct maro_inbox *ib);
 const char *maro_inbox_name(const struct maro_inbox *ib);
-/* What zmq_poll takes for this inbox. */
+/* What maro_poll takes for this inbox (an item's socket). */
 void *maro_inbox_pollable(struct maro_inbox *ib);
 /* 1 with *d, 0 when nothing is waiting, -1 on an error of the socket. */
 int maro_inbox_next(struct maro_inbox *ib, struct maro_delivery *d);

@@ -19,6 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <zmq.h>
+
 #include "cborseq.h"
 #include "curve.h"
 #include "registry.h"
@@ -88,7 +90,7 @@ unsigned long maro_ctx_rejected(struct maro_ctx *c, char *addr, size_t addrlen);
 
 /*
  * The protocol driver: bind, connect, send and receive frames.  Sockets are
- * opaque; pollable() fills a zmq_pollitem_t-compatible record.
+ * opaque; handle() is what a zmq_pollitem_t for maro_poll holds.
  */
 struct maro_driver {
 	const char *name;
@@ -115,10 +117,20 @@ struct maro_driver {
 	 * side), 0 when none is waiting, -1 on error.
 	 */
 	int (*recv)(void *sock, const void **from, size_t *fromlen, const void **p, size_t *n);
-	void *(*handle)(void *sock);	/* what zmq_poll takes */
+	void *(*handle)(void *sock);	/* what maro_poll takes as an item's socket */
+	int (*poll)(zmq_pollitem_t *items, int n, long timeout_ms);
 };
 
 extern const struct maro_driver maro_driver_zmq;
+
+/*
+ * zmq_poll(3) for the driver's sockets (items[i].socket from handle(), such
+ * as maro_inbox_pollable() and maro_outbox_pollitems() give) and plain
+ * descriptors (socket NULL, fd).  A socket's ZMQ_POLLIN may be reported
+ * before its receive finds the message already taken: receive until it says
+ * none, as with zmq_poll.  Returns how many items are ready, or -1 (errno).
+ */
+int maro_poll(struct maro_ctx *c, zmq_pollitem_t *items, int n, long timeout_ms);
 
 /* Is this endpoint one a group member may advertise? (tcp://host:port, ipc://path) */
 int maro_endpoint_valid(const char *ep);

@@ -92,6 +92,7 @@ main(int argc, char **argv)
 	test_event();
 	test_curve();
 	test_strset();
+	test_transport();
 	printf("unit: %d passed, %d failed\n", unit_passed, unit_failed);
 	return unit_failed ? 1 : 0;
 }
