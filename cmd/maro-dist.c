@@ -17,6 +17,7 @@
 #include <getopt.h>
 #include <poll.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -164,7 +165,8 @@ send_msg(struct dist *d, struct maro_msg *m)
 		maro_warn("handler wrote a message with no destination: dropped");
 		return;
 	}
-	snprintf(dest, sizeof dest, "%.*s", (int)to.n, to.p);
+	memcpy(dest, to.p, to.n);
+	dest[to.n] = '\0';
 	while (!(q = maro_outbox_begin(d->ob, dest, maro_msg_encoded_max(m)))) {
 		zmq_pollitem_t items[1024];
 		int k;
@@ -194,16 +196,16 @@ route(struct dist *d, const uint8_t *p, size_t n)
 	send_msg(d, &m);
 }
 
-/* The reply to request (p, n) with a payload line from a --raw handler. */
+/* The reply to request req (decoded) with a payload line from a --raw handler. */
 static void
-route_raw(struct dist *d, const uint8_t *p, size_t n, const char *line, size_t len)
+route_raw(struct dist *d, const struct maro_msg *req, const char *line, size_t len)
 {
 	struct maro_msg m;
-	struct maro_err err;
 	char id[MARO_UUID_LEN + 1];
 
-	if (maro_msg_decode(&m, p, n, &err) < 0)
-		return;
+	/* its unknown keys go back too: copy those there are, not all 32 slots */
+	memcpy(&m, req, offsetof(struct maro_msg, extra));
+	memcpy(m.extra, req->extra, req->nextra * sizeof req->extra[0]);
 	maro_msg_make_reply(&m, d->name, id);
 	d->reply.len = 0;
 	if (maro_buf_cbor_text(&d->reply, line, len) < 0)
@@ -299,7 +301,7 @@ run_once(struct dist *d, struct handler *h, const unsigned char *take)
 			nl = memchr(line, '\n', (size_t)(end - line));
 			if (!nl)
 				nl = end;
-			route_raw(d, d->held[i].p, d->held[i].n, line, (size_t)(nl - line));
+			route_raw(d, &d->held[i].msg, line, (size_t)(nl - line));
 			line = nl + 1;
 		}
 	} else {
@@ -371,7 +373,9 @@ co_feed(struct dist *d, struct handler *h, const unsigned char *take)
 		h->wait[h->nwait].n = m->n;
 		h->wait[h->nwait].peer = m->peer;
 		h->wait[h->nwait].seq = m->seq;
-		h->wait[h->nwait].msg = m->msg;	/* its spans point into p, which moves along */
+		/* its spans point into p, which moves along; the extras it has, not 32 */
+		memcpy(&h->wait[h->nwait].msg, &m->msg, offsetof(struct maro_msg, extra));
+		memcpy(h->wait[h->nwait].msg.extra, m->msg.extra, m->msg.nextra * sizeof m->msg.extra[0]);
 		h->nwait++;
 		m->p = NULL;	/* now the pending list's */
 	}
@@ -438,7 +442,7 @@ co_pump(struct dist *d, struct handler *h)
 			if (!nl)
 				break;
 			if (h->nwait) {
-				route_raw(d, h->wait[0].p, h->wait[0].n, s, (size_t)(nl - s));
+				route_raw(d, &h->wait[0].msg, s, (size_t)(nl - s));
 				co_answered(d, h, 0);
 			} else {
 				maro_warn("coprocess for '%s' wrote a line no request waits for", h->text);
@@ -488,7 +492,6 @@ static void
 hold(struct dist *d, const struct maro_delivery *dl)
 {
 	struct held *h;
-	struct maro_err err;
 	uint64_t at;
 
 	if (dl->msg.message_id.p && maro_strset_get(&d->ids, dl->msg.message_id.p, dl->msg.message_id.n, &at)) {
@@ -526,7 +529,7 @@ hold(struct dist *d, const struct maro_delivery *dl)
 	h->peer = dl->peer;
 	h->seq = dl->seq;
 	h->serial = d->serial++;
-	maro_msg_decode(&h->msg, h->p, h->n, &err);
+	maro_msg_rebase(&h->msg, &dl->msg, dl->p, h->p);	/* decoded once, by the inbox */
 	if (h->msg.message_id.p &&
 	    maro_strset_put(&d->ids, h->msg.message_id.p, h->msg.message_id.n, h->serial) < 0)
 		maro_die(MARO_EXIT_SOFTWARE, "out of memory");

@@ -70,6 +70,7 @@ struct task {
 	size_t n;
 	char session[128];
 	size_t peer;		/* where it is in flight, or NO_PEER */
+	int sent;		/* in by_session and owed a reply: from its first dispatch */
 	int done;
 	uint8_t *reply;		/* held for --ordered */
 	size_t reply_n;
@@ -147,7 +148,8 @@ task_free(struct scatter *s, size_t i)
 
 	if (!t)
 		return;
-	maro_strset_take(&s->by_session, t->session, strlen(t->session));
+	if (t->sent)
+		maro_strset_take(&s->by_session, t->session, strlen(t->session));
 	free(t->reply);
 	free(t);
 	s->tasks[i - s->base] = NULL;
@@ -307,22 +309,33 @@ dispatch(struct scatter *s, size_t i, size_t p)
 	struct task *t = task_at(s, i);
 	struct maro_msg m;
 	struct maro_err err;
-	char dest[MARO_NAME_MAX + 1];
+	char buf[MARO_NAME_MAX + 1];
+	const char *dest = buf;
 	uint8_t *q;
 
 	if (maro_msg_decode(&m, t->msg, t->n, &err) < 0)
 		return -1;	/* we encoded it: cannot happen */
 	if (p != NO_PEER) {
 		m.destination = maro_str_c(s->peers[p].name);
-		snprintf(dest, sizeof dest, "%s", s->peers[p].name);
+		dest = s->peers[p].name;
 	} else {
-		snprintf(dest, sizeof dest, "%.*s", (int)m.destination.n, m.destination.p);
+		snprintf(buf, sizeof buf, "%.*s", (int)m.destination.n, m.destination.p);
 	}
 	/* encoded straight into the outbox */
 	q = maro_outbox_begin(s->ob, dest, maro_msg_encoded_max(&m));
 	if (!q)
 		return -1;	/* EAGAIN: the window to dest is full */
 	maro_outbox_commit(s->ob, maro_msg_encode_into(&m, q));
+	/*
+	 * only now can a reply or an ack come for it: the tasks read ahead
+	 * (up to QUEUE_MAX) stay out of these tables, which stay small
+	 */
+	if (!t->sent) {
+		if (maro_strset_put(&s->by_session, m.session_id.p, m.session_id.n, i) < 0 ||
+		    (!s->async && maro_requester_expect(&s->rq, m.session_id, 1) < 0))
+			maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+		t->sent = 1;
+	}
 	t->peer = p;
 	if (p != NO_PEER)
 		s->peers[p].inflight++;
@@ -385,15 +398,13 @@ add_task(struct scatter *s, const uint8_t *p, size_t n, struct maro_err *err)
 	t->msg = t->req;
 	t->n = s->enc.len;
 	t->peer = NO_PEER;
-	snprintf(t->session, sizeof t->session, "%.*s", (int)m.session_id.n, m.session_id.p);
+	memcpy(t->session, m.session_id.p, m.session_id.n);	/* shorter than it: checked above */
+	t->session[m.session_id.n] = '\0';
 	if (s->ntasks - s->base == s->cap) {
 		s->cap = s->cap ? s->cap * 2 : 256;
 		s->tasks = xrealloc(s->tasks, s->cap * sizeof *s->tasks);
 	}
 	s->tasks[s->ntasks - s->base] = t;
-	if (maro_strset_put(&s->by_session, t->session, strlen(t->session), s->ntasks) < 0 ||
-	    (!s->async && maro_requester_expect(&s->rq, maro_str_c(t->session), 1) < 0))
-		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
 	s->ntasks++;
 	rc = 0;
 out:

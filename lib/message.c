@@ -397,6 +397,32 @@ maro_msg_decode(struct maro_msg *m, const uint8_t *p, size_t n, struct maro_err 
 	return decode(m, p, n, &end, err);
 }
 
+static const char *
+moved(const void *p, const uint8_t *from, const uint8_t *to)
+{
+	return p ? (const char *)to + ((const uint8_t *)p - from) : NULL;
+}
+
+void
+maro_msg_rebase(struct maro_msg *dst, const struct maro_msg *m, const uint8_t *from,
+    const uint8_t *to)
+{
+	size_t i;
+
+	memcpy(dst, m, offsetof(struct maro_msg, extra));
+	dst->tag.p = moved(m->tag.p, from, to);
+	dst->source.p = moved(m->source.p, from, to);
+	dst->destination.p = moved(m->destination.p, from, to);
+	dst->session_id.p = moved(m->session_id.p, from, to);
+	dst->message_id.p = moved(m->message_id.p, from, to);
+	dst->reply_to.p = moved(m->reply_to.p, from, to);
+	dst->payload.p = (const uint8_t *)moved(m->payload.p, from, to);
+	for (i = 0; i < m->nextra; i++) {
+		dst->extra[i].p = (const uint8_t *)moved(m->extra[i].p, from, to);
+		dst->extra[i].n = m->extra[i].n;
+	}
+}
+
 int
 maro_msg_decode_checked(struct maro_msg *m, const uint8_t *p, size_t n,
     const struct maro_cbor_limits *lim, struct maro_err *err)

@@ -74,6 +74,13 @@ struct maro_msg {
  */
 int maro_msg_decode(struct maro_msg *m, const uint8_t *p, size_t n, struct maro_err *err);
 /*
+ * m, decoded from bytes at from, for a copy of those bytes at to: its views
+ * moved over, without decoding again.  Copies the extras it has, not all
+ * 32 slots.
+ */
+void maro_msg_rebase(struct maro_msg *dst, const struct maro_msg *m, const uint8_t *from,
+    const uint8_t *to);
+/*
  * Decodes an item from an untrusted source in one pass: like checking it
  * with maro_cbor_check(lim) (well-formed, exactly n bytes, within the size
  * and nesting limits), then maro_msg_decode().  The messages of the two

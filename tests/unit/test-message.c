@@ -162,6 +162,33 @@ test_uuid(void)
 	CHECK(strcmp(child, b) != 0);
 }
 
+/* a decoded message's views, moved to a copy of its bytes, equal a fresh decode of the copy */
+static void
+test_rebase(void)
+{
+	static const uint8_t msg[] = "\xa8\x63tag\x61x\x66source\x62s1\x6b" "destination\x62" "d1"
+	    "\x6asession_id\x62i1\x68reply_to\x62~r\x67payload\x82\x01\x02\x01\x02\x61k\xf6";
+	uint8_t copy[sizeof msg];
+	struct maro_msg m, r, fresh;
+	struct maro_err err;
+	size_t n = sizeof msg - 1;
+
+	CHECK(maro_msg_decode(&m, msg, n, &err) == 0);
+	memcpy(copy, msg, n);
+	memset(&r, 0xa5, sizeof r);
+	maro_msg_rebase(&r, &m, msg, copy);
+	CHECK(maro_msg_decode(&fresh, copy, n, &err) == 0);
+	CHECK(r.tag.p == fresh.tag.p && r.tag.n == 1);
+	CHECK(r.source.p == fresh.source.p && r.destination.p == fresh.destination.p);
+	CHECK(r.session_id.p == fresh.session_id.p && r.reply_to.p == fresh.reply_to.p);
+	CHECK(r.message_id.p == NULL && fresh.message_id.p == NULL);
+	CHECK(r.payload.p == fresh.payload.p && r.payload.n == 3);
+	CHECK(r.nextra == 2 && fresh.nextra == 2);
+	CHECK(r.extra[0].p == fresh.extra[0].p && r.extra[0].n == 2);
+	CHECK(r.extra[1].p == fresh.extra[1].p && r.extra[1].n == 3);
+	CHECK(r.type == fresh.type && r.stage == fresh.stage);
+}
+
 void
 test_message(void)
 {
@@ -169,4 +196,5 @@ test_message(void)
 	test_roundtrip();
 	test_bad();
 	test_checked();
+	test_rebase();
 }
