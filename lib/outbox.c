@@ -35,6 +35,9 @@ struct entry {
 /* a message this big goes in a frame of its own, sent from its buffer */
 #define IN_PLACE_MIN (8 * 1024)
 
+/* A private destination (a reply inbox) with nothing queued this long is closed. */
+#define IDLE_CLOSE_US 5000000
+
 static const uint8_t data_hdr[MARO_FRAME_HEADER] = { 'm', 1, MARO_FRAME_DATA, 0 };
 
 static uint8_t *
@@ -92,6 +95,7 @@ struct dest {
 	int64_t retry_us;
 	int64_t blocked_since;	/* the socket refused what we had to send (EAGAIN) since then; 0: no */
 	int64_t missing_since;	/* the name has had no entry since then; 0: it has one */
+	int64_t idle_since;	/* nothing queued since then; 0: busy, or not seen idle yet */
 	/* [head, tail) in the window; [head, next) sent at least once */
 	uint64_t head, next, tail;
 	size_t mask;
@@ -160,6 +164,18 @@ dest_free(struct maro_outbox *ob, struct dest *d)
 		ob->c->driver->close(d->sock, 0);
 	free(d->ring);
 	free(d);
+}
+
+/* Forgets dests[i], which has nothing queued: its socket closes. */
+static void
+dest_remove(struct maro_outbox *ob, size_t i)
+{
+	struct dest *d = ob->dests[i];
+
+	if (ob->last == d)
+		ob->last = NULL;
+	dest_free(ob, d);
+	ob->dests[i] = ob->dests[--ob->ndests];
 }
 
 void
@@ -604,6 +620,20 @@ maro_outbox_run(struct maro_outbox *ob)
 	for (i = 0; i < ob->ndests; i++) {
 		struct dest *d = ob->dests[i];
 
+		if (d->head != d->tail) {
+			d->idle_since = 0;
+		} else if (!d->idle_since || d == ob->open) {
+			d->idle_since = now;
+		} else if (d->name[0] == '~' && now - d->idle_since >= IDLE_CLOSE_US) {
+			/*
+			 * a reply inbox with nothing to send to it: its requester
+			 * has most likely finished, and its socket would try to
+			 * reconnect to it for ever, holding a descriptor.  One
+			 * more reply to it connects again.
+			 */
+			dest_remove(ob, i--);
+			continue;
+		}
 		if (d->head == d->tail && !d->sock)
 			continue;
 		/* acknowledgements first: a reconnect below would lose them */

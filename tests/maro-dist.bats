@@ -124,3 +124,27 @@ live() { maro-peers -f json | grep -c "\"$1" || :; }
 	[ "$output" = "$(seq 300)" ]
 	grep -q "300 tasks, 300 answered, 0 resent, 0 stray replies" err
 }
+
+@test "the socket to a finished requester's reply inbox is closed once idle: no descriptor kept per requester" {
+	bg 60 maro-dist -n worker.1 --raw --co '*:echo:1' cat
+	run maro-peers -e worker=1 -W 10s -q
+	assert_success
+	dist=$(child_pid "$BG_PID" maro-dist)
+	fds() { ls "/proc/$dist/fd" | wc -l; }
+	before=$(fds)
+	# five requesters come and go, each with its own reply inbox
+	for i in 1 2 3 4 5; do
+		run timeout 20 sh -c "echo $i | maro-scatter -P worker -t echo -W 15s -f payload"
+		assert_success
+		assert_output "$i"
+	done
+	# each left a socket behind, which keeps trying to reconnect to it...
+	[ "$(fds)" -ge $((before + 5)) ]
+	# ...until it has been idle for 5 s (maro(7), DELIVERY)
+	fds_back() { [ "$(fds)" -le "$before" ]; }
+	wait_until 20 fds_back
+	# and a new requester is answered as before
+	run timeout 20 sh -c "echo 6 | maro-scatter -P worker -t echo -W 15s -f payload"
+	assert_success
+	assert_output 6
+}
