@@ -238,6 +238,7 @@ static struct zsock *
 zsock_new(struct maro_ctx *c, int type)
 {
 	struct zsock *z = calloc(1, sizeof *z);
+	size_t len = sizeof z->fd;
 
 	if (!z)
 		return NULL;
@@ -246,8 +247,6 @@ zsock_new(struct maro_ctx *c, int type)
 		free(z);
 		return NULL;
 	}
-	size_t len = sizeof z->fd;
-
 	zmq_msg_init(&z->id);
 	zmq_msg_init(&z->body);
 	zsock_setopts(c, z->s);
@@ -491,6 +490,7 @@ zsock_refresh(struct zsock *z)
 static int
 zmq_poll_items(zmq_pollitem_t *items, int n, long timeout_ms)
 {
+	/* kept from call to call: a tool polls from its main thread only */
 	static struct pollfd *pfd;
 	static int cap;
 	int i, ready = 0;
