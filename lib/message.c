@@ -11,6 +11,7 @@
 
 static const char *const type_names[] = { NULL, "task", "notification" };
 static const char *const stage_names[] = { NULL, "request", "receive", "complete" };
+static const unsigned char type_name_lens[] = { 0, 4, 12 }, stage_name_lens[] = { 0, 7, 7, 8 };
 
 enum key {
 	KEY_TAG, KEY_SOURCE, KEY_DESTINATION, KEY_SESSION_TYPE, KEY_SESSION_STAGE,
@@ -237,17 +238,30 @@ item_len(const uint8_t *p, size_t n)
 	return len;
 }
 
+/*
+ * The head's length of the definite string at p, an item of exactly n
+ * bytes (item_len said so, or the caller knows): what follows it is the
+ * string.  0 if p is not a definite text string.
+ */
+static size_t
+text_head(const uint8_t *p, size_t n)
+{
+	unsigned ai = p[0] & 31;
+	size_t h = ai < 24 ? 1 : ai < 28 ? 1 + ((size_t)1 << (ai - 24)) : 0;
+
+	return n && p[0] >> 5 == 3 && h && h <= n ? h : 0;
+}
+
+/* The UTF-8 text of the item of n bytes at p (n from item_len). */
 static int
 text_value(const uint8_t *p, size_t n, struct maro_str *out)
 {
-	unsigned major;
-	uint64_t len;
-	size_t h = maro_cbor_head(p, n, &major, &len);
+	size_t h = text_head(p, n);
 
-	if (!h || major != 3 || len == UINT64_MAX || len > n - h || !utf8_valid(p + h, len))
+	if (!h || !utf8_valid(p + h, n - h))
 		return -1;
 	out->p = (const char *)p + h;
-	out->n = len;
+	out->n = n - h;
 	return 0;
 }
 
@@ -269,16 +283,17 @@ text_bytes(const uint8_t *p, size_t n, struct maro_str *out)
 	return 0;
 }
 
+/* Which of names (a text item of n bytes at p, n from item_len) it is, or -1. */
 static int
-enum_value(const uint8_t *p, size_t n, const char *const *names, int count)
+enum_value(const uint8_t *p, size_t n, const char *const *names, const unsigned char *lens, int count)
 {
-	struct maro_str s;
+	size_t h = text_head(p, n);
 	int i;
 
-	if (text_bytes(p, n, &s) < 0)
+	if (!h)
 		return -1;
 	for (i = 1; i < count; i++)
-		if (maro_str_eq(s, names[i]))
+		if (n - h == lens[i] && !memcmp(p + h, names[i], lens[i]))
 			return i;
 	return -1;
 }
@@ -328,12 +343,20 @@ decode(struct maro_msg *m, const uint8_t *p, size_t n, size_t *end, struct maro_
 			pos++;
 			break;
 		}
-		klen = item_len(p + pos, n - pos);
-		if (!klen)
-			return bad(err, pos, "malformed map key");
-		/* a key that is not one of ours is kept as it is, valid text or not */
-		if (text_bytes(p + pos, klen, &key) == 0)
+		/* ours are short text strings: their head is their length */
+		if (p[pos] >> 5 == 3 && (p[pos] & 31) < 24 && (size_t)(p[pos] & 31) < n - pos) {
+			klen = 1 + (size_t)(p[pos] & 31);
+			key.p = (const char *)p + pos + 1;
+			key.n = klen - 1;
 			k = key_index(key);
+		} else {
+			klen = item_len(p + pos, n - pos);
+			if (!klen)
+				return bad(err, pos, "malformed map key");
+			/* a key that is not one of ours is kept as it is, valid text or not */
+			if (text_bytes(p + pos, klen, &key) == 0)
+				k = key_index(key);
+		}
 		pos += klen;
 		vlen = item_len(p + pos, n - pos);
 		if (!vlen)
@@ -353,12 +376,12 @@ decode(struct maro_msg *m, const uint8_t *p, size_t n, size_t *end, struct maro_
 			case KEY_MESSAGE_ID: e = text_value(v, vlen, &m->message_id); break;
 			case KEY_REPLY_TO: e = text_value(v, vlen, &m->reply_to); break;
 			case KEY_SESSION_TYPE:
-				e = enum_value(v, vlen, type_names, 3);
+				e = enum_value(v, vlen, type_names, type_name_lens, 3);
 				if (e > 0)
 					m->type = (enum maro_session_type)e;
 				break;
 			case KEY_SESSION_STAGE:
-				e = enum_value(v, vlen, stage_names, 4);
+				e = enum_value(v, vlen, stage_names, stage_name_lens, 4);
 				if (e > 0)
 					m->stage = (enum maro_stage)e;
 				break;

@@ -62,6 +62,18 @@ test_bad(void)
 	/* unknown keys are kept, in order */
 	CHECK(maro_msg_decode(&m, (const uint8_t *)"\xa3\x01\x02\x63tag\x61x\x61z\xf6", 12, &err) == 0 &&
 	    m.nextra == 2 && m.extra[0].n == 2 && m.extra[1].n == 3);
+	/* a key that runs past the end; enum names by length and bytes; longer heads */
+#define BYTES(lit) (const uint8_t *)(lit), sizeof (lit) - 1
+	CHECK(maro_msg_decode(&m, BYTES("\xa1\x63ta"), &err) < 0);
+	CHECK(maro_msg_decode(&m, BYTES("\xa2\x63tag\x61x\x6csession_type\x63tas"), &err) < 0 &&
+	    strstr(err.msg, "'session_type'"));
+	CHECK(maro_msg_decode(&m, BYTES("\xa2\x63tag\x61x\x6csession_type\x65taskx"), &err) < 0);
+	CHECK(maro_msg_decode(&m, BYTES("\xa2\x63tag\x61x\x6csession_type\x64task"), &err) == 0 &&
+	    m.type == MARO_SESSION_TASK);
+	CHECK(maro_msg_decode(&m, BYTES("\xa1\x63tag\x78\x1e" "abcdefghijklmnopqrstuvwxyz0123"), &err) == 0 &&
+	    m.tag.n == 30 && !memcmp(m.tag.p, "abcdefghijklmnopqrstuvwxyz0123", 30));
+	CHECK(maro_msg_decode(&m, BYTES("\xa1\x63tag\x7f\x61x\xff"), &err) < 0 && strstr(err.msg, "'tag' must be"));
+#undef BYTES
 	/* indefinite-length map */
 	CHECK(maro_msg_decode(&m, (const uint8_t *)"\xbf\x63tag\x61x\xff", 8, &err) == 0 && maro_str_eq(m.tag, "x"));
 }
