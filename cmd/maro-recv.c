@@ -233,13 +233,15 @@ main(int argc, char **argv)
 			if (!wanted(&f, &d.msg))
 				continue;	/* not ours to hand on: the sender keeps it */
 			line.len = 0;
-			if (maro_format_item(&line, fmt, d.p, d.n, &err) < 0) {
+			/* CBOR goes out as it came: no copy through line */
+			if (fmt != MARO_FORMAT_CBOR && maro_format_item(&line, fmt, d.p, d.n, &err) < 0) {
 				maro_warn("cannot print a message from '%.*s' as %s: %s",
 				    (int)d.msg.source.n, d.msg.source.p ? d.msg.source.p : "",
 				    fmt == MARO_FORMAT_JSON ? "JSON" : "text", err.msg);
 				continue;
 			}
-			if (maro_writer_put(&w, line.p, line.len) < 0)
+			if (fmt == MARO_FORMAT_CBOR ? maro_writer_put(&w, d.p, d.n) < 0 :
+			    maro_writer_put(&w, line.p, line.len) < 0)
 				goto out_write;
 			maro_inbox_done(ib, &d);
 			got++;

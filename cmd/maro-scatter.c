@@ -122,6 +122,12 @@ output(struct scatter *s, const uint8_t *p, size_t n)
 {
 	struct maro_err err;
 
+	/* CBOR goes out as it came: no copy through line */
+	if (s->fmt == MARO_FORMAT_CBOR) {
+		if (maro_writer_put(&s->w, p, n) < 0)
+			s->out_error = errno;
+		return;
+	}
 	s->line.len = 0;
 	if (maro_format_item(&s->line, s->fmt, p, n, &err) < 0) {
 		maro_warn("cannot print a message: %s", err.msg);

@@ -520,9 +520,32 @@ maro_writer_flush(struct maro_writer *w)
 int
 maro_writer_put(struct maro_writer *w, const void *p, size_t n)
 {
-	if (maro_buf_append(&w->buf, p, n) < 0)
-		return -1;
-	if (w->buf.len >= w->high)
-		return maro_writer_flush(w);
+	const uint8_t *b = p;
+	int e;
+
+	if (n < w->high) {
+		if (maro_buf_append(&w->buf, p, n) < 0)
+			return -1;
+		return w->buf.len >= w->high ? maro_writer_flush(w) : 0;
+	}
+	/* a big item is written from where it is, after what is buffered: no copy */
+	if (maro_writer_flush(w) < 0)
+		goto keep;
+	while (n) {
+		ssize_t k = write(w->fd, b, n);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			goto keep;
+		b += k;
+		n -= (size_t)k;
+	}
 	return 0;
+keep:
+	/* what was not written stays, as flush leaves it, for a caller that retries */
+	e = errno;
+	maro_buf_append(&w->buf, b, n);
+	errno = e;
+	return -1;
 }

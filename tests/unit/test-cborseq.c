@@ -1,3 +1,5 @@
+#include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -155,6 +157,46 @@ test_reader(void)
 	close(fds[0]);
 }
 
+/* the writer: small items buffered, big ones written in place, in order; errors keep the rest */
+static void
+test_writer(void)
+{
+	static uint8_t big[100000], back[100010];
+	struct maro_writer w;
+	int fds[2], full;
+	size_t got = 0;
+	ssize_t k;
+
+	for (size_t i = 0; i < sizeof big; i++)
+		big[i] = (uint8_t)(i * 7);
+	CHECK(pipe(fds) == 0);
+	/* room for all of it, so that nothing waits on the reader */
+	CHECK(fcntl(fds[1], F_SETPIPE_SZ, 256 * 1024) >= (int)sizeof back);
+	maro_writer_init(&w, fds[1]);
+	CHECK(maro_writer_put(&w, "ab", 2) == 0 && w.buf.len == 2);
+	CHECK(maro_writer_put(&w, big, sizeof big) == 0 && w.buf.len == 0);
+	CHECK(maro_writer_put(&w, "cd", 2) == 0 && w.buf.len == 2);
+	CHECK(maro_writer_flush(&w) == 0 && w.buf.len == 0);
+	close(fds[1]);
+	while ((k = read(fds[0], back + got, sizeof back - got)) > 0)
+		got += (size_t)k;
+	close(fds[0]);
+	CHECK(got == sizeof big + 4);
+	CHECK(!memcmp(back, "ab", 2) && !memcmp(back + 2, big, sizeof big) && !memcmp(back + 2 + sizeof big, "cd", 2));
+	maro_writer_free(&w);
+
+	/* a device that takes nothing: the item stays in the buffer, errno says why */
+	full = open("/dev/full", O_WRONLY);
+	CHECK(full >= 0);
+	maro_writer_init(&w, full);
+	CHECK(maro_writer_put(&w, "ab", 2) == 0);
+	errno = 0;
+	CHECK(maro_writer_put(&w, big, sizeof big) < 0 && errno == ENOSPC);
+	CHECK(w.buf.len == 2 + sizeof big && !memcmp(w.buf.p + 2, big, sizeof big));
+	maro_writer_free(&w);
+	close(full);
+}
+
 void
 test_cborseq(void)
 {
@@ -162,4 +204,5 @@ test_cborseq(void)
 	test_quick();
 	test_resume();
 	test_reader();
+	test_writer();
 }
