@@ -284,8 +284,16 @@ zmq_bind_inbox(struct maro_ctx *c, char endpoint[MARO_ENDPOINT_MAX + 1])
 	if (!z)
 		return NULL;
 	zmq_setsockopt(z->s, ZMQ_ROUTER_MANDATORY, &one, sizeof one);
+	/*
+	 * A ZAP domain, with a key or without: libzmq then refuses peers that
+	 * greet with ZMTP 1.0 or 2.0, which no maro tool speaks.  Without it,
+	 * bytes that pass for a 1.0 greeting (from any hostile peer) could hit
+	 * an assertion in libzmq 4.3 and abort the inbox's process ("Resource
+	 * temporarily unavailable (src/zmtp_engine.cpp:446)").  With no key
+	 * there is no handler to ask, and 3.x peers are let in as before.
+	 */
+	zmq_setsockopt(z->s, ZMQ_ZAP_DOMAIN, c->group, strlen(c->group));
 	if (c->key) {
-		zmq_setsockopt(z->s, ZMQ_ZAP_DOMAIN, c->group, strlen(c->group));
 		if (zmq_setsockopt(z->s, ZMQ_CURVE_SERVER, &one, sizeof one) < 0 ||
 		    zmq_setsockopt(z->s, ZMQ_CURVE_SECRETKEY, c->key->secret_z85, MARO_Z85_KEY + 1) < 0) {
 			zmq_close_sock(z, 0);

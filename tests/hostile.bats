@@ -404,3 +404,18 @@ restore_entry() {
 	[ "$status" -eq 143 ]
 	[ "$(cat sink.out)" = 1 ]
 }
+
+@test "a peer that greets with ZMTP 1.0 is refused at once (libzmq 4.3 can abort on such bytes)" {
+	sink sink -C 1
+	ep=$(endpoint_of sink)
+	[ -n "$ep" ]
+	run timeout 20 "$MARO_BIN/../tests/unit-tests" zmtp1 "$ep"
+	assert_success
+	assert_output closed
+	# the inbox serves on
+	run timeout 20 maro-send -p sink -t ok -d after --notification -W 10s
+	assert_success
+	wait_exit "$RECV" 10
+	[ "$status" -eq 0 ]
+	[ "$(cat sink.out)" = after ]
+}

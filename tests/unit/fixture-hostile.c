@@ -6,6 +6,7 @@
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,17 +16,15 @@
 
 #include <zmq.h>
 
+#include "cli.h"
 #include "unit.h"
 
+/* A plain stream socket connected to a tcp:// or ipc:// endpoint, or -1. */
 static int
-raw_bytes(const char *ep)
+raw_connect(const char *ep)
 {
-	unsigned char junk[65536];
-	int fd = -1;
-	size_t i;
+	int fd;
 
-	for (i = 0; i < sizeof junk; i++)
-		junk[i] = (unsigned char)(rand() & 0xff);
 	if (!strncmp(ep, "tcp://", 6)) {
 		struct sockaddr_in sa = { .sin_family = AF_INET };
 		char host[256];
@@ -35,16 +34,34 @@ raw_bytes(const char *ep)
 		sa.sin_port = htons((uint16_t)atoi(colon + 1));
 		inet_pton(AF_INET, host, &sa.sin_addr);
 		fd = socket(AF_INET, SOCK_STREAM, 0);
-		if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0)
+		if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
+			close(fd);
 			return -1;
+		}
 	} else {
 		struct sockaddr_un su = { .sun_family = AF_UNIX };
 
 		snprintf(su.sun_path, sizeof su.sun_path, "%s", ep + 6);
 		fd = socket(AF_UNIX, SOCK_STREAM, 0);
-		if (connect(fd, (struct sockaddr *)&su, sizeof su) < 0)
+		if (connect(fd, (struct sockaddr *)&su, sizeof su) < 0) {
+			close(fd);
 			return -1;
+		}
 	}
+	return fd;
+}
+
+static int
+raw_bytes(const char *ep)
+{
+	unsigned char junk[65536];
+	int fd;
+	size_t i;
+
+	for (i = 0; i < sizeof junk; i++)
+		junk[i] = (unsigned char)(rand() & 0xff);
+	if ((fd = raw_connect(ep)) < 0)
+		return -1;
 	if (write(fd, junk, sizeof junk) < 0) {
 		/* the inbox may hang up on us: that is its right */
 	}
@@ -98,6 +115,45 @@ fixture_hostile(const char *endpoint)
 		return 1;
 	}
 	printf("hostile: sent\n");
+	return 0;
+}
+
+/*
+ * unit-tests zmtp1 ENDPOINT: greets an inbox the way a ZMTP 1.0 peer does
+ * (a first frame, the routing id, not the 3.x signature) and says whether
+ * the inbox hung up within 2 s ("closed") or kept talking ("open").  Random
+ * bytes are such a greeting 255 times in 256, and in libzmq 4.3 one can
+ * abort the process on an assertion: an inbox must refuse it.
+ */
+int
+fixture_zmtp1(const char *endpoint)
+{
+	/* one frame: length 2 (flags byte and one byte of id), no more, 'h' */
+	static const unsigned char greeting[] = { 0x02, 0x00, 'h' };
+	unsigned char buf[256];
+	struct pollfd p;
+	int fd = raw_connect(endpoint), closed = 0;
+	int64_t until;
+
+	if (fd < 0) {
+		perror("zmtp1: connect");
+		return 1;
+	}
+	if (write(fd, greeting, sizeof greeting) != (ssize_t)sizeof greeting) {
+		perror("zmtp1: write");
+		return 1;
+	}
+	until = maro_now_us() + 2000000;
+	while (!closed && maro_now_us() < until) {
+		p = (struct pollfd){ fd, POLLIN, 0 };
+		if (poll(&p, 1, 100) == 1) {
+			ssize_t k = read(fd, buf, sizeof buf);
+
+			closed = k <= 0;
+		}
+	}
+	close(fd);
+	printf("%s\n", closed ? "closed" : "open");
 	return 0;
 }
 

@@ -73,6 +73,8 @@ main(int argc, char **argv)
 {
 	if (argc == 3 && !strcmp(argv[1], "hostile"))
 		return fixture_hostile(argv[2]);
+	if (argc == 3 && !strcmp(argv[1], "zmtp1"))
+		return fixture_zmtp1(argv[2]);
 	if (argc == 5 && !strcmp(argv[1], "acks"))
 		return fixture_acks(argv[2], argv[3], argv[4]);
 	if ((argc == 4 || argc == 6) && !strcmp(argv[1], "outsider"))
@@ -81,7 +83,7 @@ main(int argc, char **argv)
 	if ((argc == 3 || argc == 4) && !strcmp(argv[1], "hold"))
 		return hold(argv[2], argc == 4 ? argv[3] : NULL);
 	if (argc > 1) {
-		fprintf(stderr, "usage: unit-tests [hostile ENDPOINT | acks ENDPOINT COUNT FLAGS | outsider ENDPOINT PUBLIC [CLIENT_PUBLIC CLIENT_SECRET] | hold NAME [ENDPOINT]]\n");
+		fprintf(stderr, "usage: unit-tests [hostile ENDPOINT | zmtp1 ENDPOINT | acks ENDPOINT COUNT FLAGS | outsider ENDPOINT PUBLIC [CLIENT_PUBLIC CLIENT_SECRET] | hold NAME [ENDPOINT]]\n");
 		return 2;
 	}
 	test_cborseq();

@@ -24,6 +24,7 @@ void test_transport(void);
 
 /* Fixtures the bats suites run as "unit-tests NAME ARGS". */
 int fixture_hostile(const char *endpoint);
+int fixture_zmtp1(const char *endpoint);
 int fixture_acks(const char *endpoint, const char *count, const char *flags);
 int fixture_outsider(const char *endpoint, const char *server_public, const char *client_public,
     const char *client_secret);
