@@ -661,15 +661,8 @@ maro_outbox_run(struct maro_outbox *ob)
 			d->next = d->head;
 			d->retry_us = d->retry_us * 2 > RETRY_MAX_US ? RETRY_MAX_US : d->retry_us * 2;
 		}
-		if (d->sock && d->next < d->tail) {
+		if (d->sock && d->next < d->tail)
 			send_queued(ob, d, now);
-			/*
-			 * a send leaves the socket's state unknown: a receive now
-			 * (finding none, or acks) makes it known, so that neither
-			 * the next run nor the poll has to ask again
-			 */
-			read_acks(ob, d);
-		}
 	}
 	return 0;
 }
