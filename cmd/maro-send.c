@@ -444,7 +444,7 @@ main(int argc, char **argv)
 
 	for (;;) {
 		zmq_pollitem_t items[260];
-		int nitems = 0, stdin_at = -1;
+		int nitems = 0, stdin_at = -1, again;
 		int64_t wake;
 		long ms;
 
@@ -494,6 +494,12 @@ main(int argc, char **argv)
 		maro_outbox_run(s.ob);
 		if (s.rq.inbox)
 			drain_replies(&s);
+		/*
+		 * that run may have read the acknowledgement of everything in
+		 * flight: then nothing more will come to wake the poll, and
+		 * what waits staged must go now
+		 */
+		again = s.staged.len && flush_staged(&s);
 		if (maro_writer_flush(&s.w) < 0 || s.out_error) {
 			if ((s.out_error ? s.out_error : errno) != EPIPE)
 				maro_warn("error writing standard output: %s", strerror(errno));
@@ -531,6 +537,8 @@ main(int argc, char **argv)
 		if (s.rq.inbox && next_hb < wake)
 			wake = next_hb;
 		ms = wake == INT64_MAX ? -1 : (long)((wake - now + 999) / 1000);
+		if (again)
+			ms = 0;
 		if (maro_poll(s.c, items, nitems, ms) < 0 && errno != EINTR)
 			maro_die(MARO_EXIT_SOFTWARE, "poll: %s", zmq_strerror(errno));
 		if (stdin_at >= 0 && (items[stdin_at].revents & (ZMQ_POLLIN | ZMQ_POLLERR))) {

@@ -63,6 +63,20 @@ kill_midstream() {
 	seq 1 10000 | cmp - out
 }
 
+# With a window of 2 the whole window is often acknowledged while the sender
+# stages the next message: it must then send it, not poll for an
+# acknowledgement that will never come (it hung there, to its -W).
+@test "a stream through a window of 2 keeps moving to the end" {
+	numbers 1 30000 > in.cbor
+	bg 120 maro-recv -n sink -C 30000 -f payload > out
+	recv=$BG_PID
+	MARO_WINDOW=2 run timeout 120 maro-send -p sink -W 60s < in.cbor
+	assert_success
+	wait_exit "$recv" 30
+	[ "$status" -eq 0 ]
+	seq 1 30000 | cmp - out
+}
+
 @test "two senders to one receiver: every message once" {
 	numbers 1 3000 > a.cbor
 	numbers 3001 6000 > b.cbor
