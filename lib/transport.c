@@ -1,10 +1,12 @@
 #include <errno.h>
 #include <netdb.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <zmq.h>
@@ -204,6 +206,16 @@ struct zsock {
 	zmq_msg_t id, body;
 	int have;
 	int type;	/* ZMQ_ROUTER (inbox) or ZMQ_DEALER (outbox) */
+	int fd;		/* ZMQ_FD: readable when commands wait for the socket */
+	/*
+	 * What the socket could do (ZMQ_POLLIN, ZMQ_POLLOUT) at the last
+	 * ZMQ_EVENTS, and which of that may have changed since without fd
+	 * saying so: a send or receive processes commands (zmq_getsockopt(3),
+	 * ZMQ_FD).  A receive that found nothing left none waiting: then only
+	 * fd can tell that a message came, and asking again is two system
+	 * calls spent for nothing.
+	 */
+	int events, stale;
 };
 
 static void
@@ -220,10 +232,13 @@ zsock_setopts(struct maro_ctx *c, void *s)
 	zmq_setsockopt(s, ZMQ_TCP_KEEPALIVE, &one, sizeof one);
 }
 
+static void zmq_close_sock(void *sock, int linger_ms);
+
 static struct zsock *
 zsock_new(struct maro_ctx *c, int type)
 {
 	struct zsock *z = calloc(1, sizeof *z);
+	size_t len = sizeof z->fd;
 
 	if (!z)
 		return NULL;
@@ -236,6 +251,11 @@ zsock_new(struct maro_ctx *c, int type)
 	zmq_msg_init(&z->body);
 	zsock_setopts(c, z->s);
 	z->type = type;
+	z->stale = ZMQ_POLLIN | ZMQ_POLLOUT;
+	if (zmq_getsockopt(z->s, ZMQ_FD, &z->fd, &len) < 0) {
+		zmq_close_sock(z, 0);
+		return NULL;
+	}
 	return z;
 }
 
@@ -341,6 +361,7 @@ zmq_send_frame(void *sock, const void *to, size_t tolen, const void *p, size_t n
 {
 	struct zsock *z = sock;
 
+	z->stale = ZMQ_POLLIN | ZMQ_POLLOUT;
 	if (to && zmq_send(z->s, to, tolen, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0)
 		return -1;
 	return zmq_send(z->s, p, n, ZMQ_DONTWAIT) < 0 ? -1 : 0;
@@ -354,6 +375,7 @@ zmq_send_fill(void *sock, size_t n, void (*fill)(void *arg, uint8_t *dst), void 
 
 	if (zmq_msg_init_size(&msg, n) < 0)
 		return -1;
+	z->stale = ZMQ_POLLIN | ZMQ_POLLOUT;
 	fill(arg, zmq_msg_data(&msg));
 	if (zmq_msg_send(&msg, z->s, ZMQ_DONTWAIT) < 0) {
 		int e = errno;
@@ -378,6 +400,7 @@ zmq_send_ref(void *sock, void *p, size_t n, void (*release)(void *p, void *hint)
 		errno = e;
 		return -1;
 	}
+	z->stale = ZMQ_POLLIN | ZMQ_POLLOUT;
 	if (zmq_msg_send(&msg, z->s, ZMQ_DONTWAIT) < 0) {
 		int e = errno;
 
@@ -388,10 +411,15 @@ zmq_send_ref(void *sock, void *p, size_t n, void (*release)(void *p, void *hint)
 	return 0;
 }
 
+/* Nothing to receive: commands were all processed, so fd will say when a message comes. */
 static int
-zmq_recv_none(void)
+zmq_recv_none(struct zsock *z)
 {
-	return errno == EAGAIN ? 0 : -1;
+	if (errno != EAGAIN)
+		return -1;
+	z->events &= ~ZMQ_POLLIN;
+	z->stale = (z->stale & ~ZMQ_POLLIN) | ZMQ_POLLOUT;
+	return 0;
 }
 
 static int
@@ -400,15 +428,19 @@ zmq_recv_frame(void *sock, const void **from, size_t *fromlen, const void **p, s
 	struct zsock *z = sock;
 	int more;
 
+	/* nothing came since a receive found none (maro_poll refreshes it when fd says so) */
+	if (!((z->stale | z->events) & ZMQ_POLLIN))
+		return 0;
+	z->stale = ZMQ_POLLIN | ZMQ_POLLOUT;
 	for (;;) {
 		if (z->type == ZMQ_ROUTER) {
 			if (zmq_msg_recv(&z->id, z->s, ZMQ_DONTWAIT) < 0)
-				return zmq_recv_none();
+				return zmq_recv_none(z);
 			if (!zmq_msg_more(&z->id))
 				continue;	/* an identity with no body: ignore */
 		}
 		if (zmq_msg_recv(&z->body, z->s, ZMQ_DONTWAIT) < 0)
-			return zmq_recv_none();
+			return zmq_recv_none(z);
 		more = zmq_msg_more(&z->body);
 		if (more) {
 			/* a multi-part message is not ours: drain and drop it */
@@ -434,39 +466,112 @@ zmq_handle(void *sock)
 	return sock;
 }
 
+static int64_t
+now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* Asks the socket what it can do now (processing its commands). */
+static int
+zsock_refresh(struct zsock *z)
+{
+	size_t len = sizeof z->events;
+
+	if (zmq_getsockopt(z->s, ZMQ_EVENTS, &z->events, &len) < 0)
+		return -1;
+	z->stale = 0;
+	return 0;
+}
+
 /*
  * zmq_poll(3) over our sockets (items[i].socket from handle()) and plain
- * descriptors.  (Asking a socket for ZMQ_EVENTS only when its ZMQ_FD says
- * so saved system calls, but it lost a wake-up: a stream stalled with a
- * sender and its receiver both waiting.  zmq_poll asks every socket.)
+ * descriptors, with fewer system calls: zmq_poll asks every socket for
+ * ZMQ_EVENTS (two system calls each) before it waits and again after, and
+ * polls once more with no timeout first.  Here a socket is asked only when
+ * something done to it since may have changed what it can do, or when its
+ * fd says commands came.
  */
 static int
 zmq_poll_items(zmq_pollitem_t *items, int n, long timeout_ms)
 {
 	/* kept from call to call: a tool polls from its main thread only */
-	static zmq_pollitem_t *raw;
+	static struct pollfd *pfd;
 	static int cap;
-	int i, rc;
+	int i, ready = 0;
+	int64_t end = timeout_ms > 0 ? now_us() + (int64_t)timeout_ms * 1000 : 0;
 
 	if (n > cap) {
-		zmq_pollitem_t *q = realloc(raw, (size_t)n * sizeof *raw);
+		struct pollfd *q = realloc(pfd, (size_t)n * sizeof *pfd);
 
 		if (!q) {
 			errno = ENOMEM;
 			return -1;
 		}
-		raw = q;
+		pfd = q;
 		cap = n;
 	}
 	for (i = 0; i < n; i++) {
-		raw[i] = items[i];
-		if (items[i].socket)
-			raw[i].socket = ((struct zsock *)items[i].socket)->s;
+		struct zsock *z = items[i].socket;
+
+		items[i].revents = 0;
+		if (z) {
+			if ((z->stale & items[i].events) && zsock_refresh(z) < 0)
+				return -1;
+			items[i].revents = (short)(z->events & items[i].events);
+			pfd[i] = (struct pollfd){ z->fd, POLLIN, 0 };
+		} else {
+			pfd[i] = (struct pollfd){ items[i].fd,
+			    (short)((items[i].events & ZMQ_POLLIN ? POLLIN : 0) |
+			    (items[i].events & ZMQ_POLLOUT ? POLLOUT : 0) |
+			    (items[i].events & ZMQ_POLLPRI ? POLLPRI : 0)), 0 };
+		}
+		ready += items[i].revents != 0;
 	}
-	rc = zmq_poll(raw, n, timeout_ms);
-	for (i = 0; i < n; i++)
-		items[i].revents = rc < 0 ? 0 : raw[i].revents;
-	return rc;
+	/*
+	 * a socket is ready: still look at every descriptor, without waiting,
+	 * or a socket whose fd alone knows of a message would go unread while
+	 * another keeps the caller busy
+	 */
+	if (ready)
+		timeout_ms = 0;
+	for (;;) {
+		if (poll(pfd, (nfds_t)n, timeout_ms < 0 ? -1 : (int)timeout_ms) < 0)
+			return -1;
+		ready = 0;
+		for (i = 0; i < n; i++) {
+			struct zsock *z = items[i].socket;
+
+			if (!pfd[i].revents) {
+				ready += items[i].revents != 0;
+				continue;
+			}
+			if (z) {
+				if (zsock_refresh(z) < 0)
+					return -1;
+				items[i].revents = (short)(z->events & items[i].events);
+			} else {
+				items[i].revents = (short)((pfd[i].revents & POLLIN ? ZMQ_POLLIN : 0) |
+				    (pfd[i].revents & POLLOUT ? ZMQ_POLLOUT : 0) |
+				    (pfd[i].revents & POLLPRI ? ZMQ_POLLPRI : 0) |
+				    (pfd[i].revents & (POLLERR | POLLHUP | POLLNVAL) ? ZMQ_POLLERR : 0));
+			}
+			ready += items[i].revents != 0;
+		}
+		if (ready || timeout_ms == 0)
+			return ready;
+		/* commands that changed nothing asked for: wait out the rest */
+		if (timeout_ms > 0) {
+			int64_t left = end - now_us();
+
+			if (left <= 0)
+				return 0;
+			timeout_ms = (long)((left + 999) / 1000);
+		}
+	}
 }
 
 const struct maro_driver maro_driver_zmq = {
