@@ -169,13 +169,18 @@ send_msg(struct dist *d, struct maro_msg *m)
 	dest[to.n] = '\0';
 	while (!(q = maro_outbox_begin(d->ob, dest, maro_msg_encoded_max(m)))) {
 		zmq_pollitem_t items[1024];
+		uint64_t acked;
 		int k;
 
 		if (errno != EAGAIN || maro_signal) {
 			maro_warn("cannot send to '%s': %s", dest, strerror(errno));
 			return;
 		}
+		acked = maro_outbox_acked(d->ob);
 		maro_outbox_run(d->ob);
+		/* that run made room: nothing more may come to end the poll early */
+		if (maro_outbox_acked(d->ob) != acked)
+			continue;
 		k = maro_outbox_pollitems(d->ob, items, 1024);
 		maro_poll(d->c, items, k, 100);
 	}

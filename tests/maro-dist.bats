@@ -125,6 +125,20 @@ live() { maro-peers -f json | grep -c "\"$1" || :; }
 	grep -q "300 tasks, 300 answered, 0 resent, 0 stray replies" err
 }
 
+@test "replies through an outbox window of 2 keep moving: room made while waiting is used at once" {
+	bg 60 env MARO_WINDOW=2 maro-dist -n worker.1 --raw --co '*:echo:1' cat
+	run maro-peers -e worker=1 -W 10s -q
+	assert_success
+	# every reply waits for the acknowledgement of the one before; when the
+	# worker read that acknowledgement while waiting for room, it slept up to
+	# 100 ms all the same (these took ~30 s, and hit the -W)
+	seq 5000 | sed 's/.*/{"tag":"echo","destination":"worker.1","session_type":"task","payload":&}/' |
+		maro-msg -i json > in.cbor
+	run timeout 60 sh -c 'maro-send -n master -W 20s -f payload < in.cbor | sort -n'
+	assert_success
+	[ "$output" = "$(seq 5000)" ]
+}
+
 @test "the socket to a finished requester's reply inbox is closed once idle: no descriptor kept per requester" {
 	bg 60 maro-dist -n worker.1 --raw --co '*:echo:1' cat
 	run maro-peers -e worker=1 -W 10s -q
