@@ -89,6 +89,7 @@ struct dist {
 	int64_t members_at;
 	struct maro_buf reply;	/* a --raw reply's payload */
 	uint64_t runs, failures;
+	size_t unsent;		/* replies given up on when a signal came: said once, at exit */
 };
 
 static void *
@@ -172,7 +173,11 @@ send_msg(struct dist *d, struct maro_msg *m)
 		uint64_t acked;
 		int k;
 
-		if (errno != EAGAIN || maro_signal) {
+		if (maro_signal && errno == EAGAIN) {
+			d->unsent++;
+			return;
+		}
+		if (errno != EAGAIN) {
 			maro_warn("cannot send to '%s': %s", dest, strerror(errno));
 			return;
 		}
@@ -842,6 +847,9 @@ main(int argc, char **argv)
 			free(h->wait[--h->nwait].p);
 		free(h->wait);
 	}
+	if (maro_signal && (d.unsent || maro_outbox_pending(d.ob)))
+		maro_warn("stopped by a signal: %zu replies not sent, %zu sent but not acknowledged",
+		    d.unsent, maro_outbox_pending(d.ob));
 	maro_info("%llu triggers, %llu failed", (unsigned long long)d.runs, (unsigned long long)d.failures);
 	maro_cli_report_malformed(d.ib);
 	maro_inbox_close(d.ib);

@@ -139,6 +139,36 @@ live() { maro-peers -f json | grep -c "\"$1" || :; }
 	[ "$output" = "$(seq 5000)" ]
 }
 
+@test "stopped by a signal with replies it cannot send: one line counts them, exit 143" {
+	mkfifo gate
+	# the handler holds its answers back until the gate opens
+	bg 60 env MARO_WINDOW=1 maro-dist -n worker.1 -v --raw --co '*:echo:1' \
+		'tee seen | { read -r g < gate; cat; }' 2> dist.err
+	dist=$BG_PID
+	run maro-peers -e worker=1 -W 10s -q
+	assert_success
+	seq 50 | sed 's/.*/{"tag":"echo","destination":"worker.1","session_type":"task","payload":&}/' |
+		maro-msg -i json > in.cbor
+	bg 60 sh -c 'maro-send -n master -W 50s < in.cbor > /dev/null 2>&1'
+	requester=$(child_pid "$BG_PID" maro-send)
+	wait_until 20 has_lines seen 50
+	# the requester stops: one answer fills the window of 1, the rest wait
+	kill -STOP "$requester"
+	echo go > gate
+	wait_until 20 grep -q "connecting to '~master" dist.err
+	kill -TERM "$(child_pid "$dist" maro-dist)"
+	wait_exit "$dist" 20
+	dist_status=$status
+	kill -9 "$requester"
+	[ "$dist_status" -eq 143 ]
+	run grep -c "cannot send" dist.err
+	[ "$output" = 0 ]
+	run grep "stopped by a signal" dist.err
+	assert_success
+	[ "${#lines[@]}" -eq 1 ]
+	[[ "$output" =~ "stopped by a signal: "[0-9]+" replies not sent, "[01]" sent but not acknowledged" ]]
+}
+
 @test "the socket to a finished requester's reply inbox is closed once idle: no descriptor kept per requester" {
 	bg 60 maro-dist -n worker.1 --raw --co '*:echo:1' cat
 	run maro-peers -e worker=1 -W 10s -q
