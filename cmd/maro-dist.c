@@ -151,9 +151,11 @@ handler_input(struct dist *d, struct maro_buf *out, const uint8_t *p, size_t n)
 /*
  * Sends m (filled in): a reply goes to its reply_to, else to its
  * destination.  Encoded straight into the outbox; a full window to the
- * destination is waited for, never dropped.
+ * destination is waited for, never dropped.  0 when queued, -1 when not (a
+ * signal came while it waited, or an error): then its request must not be
+ * acknowledged, and stays with its sender.
  */
-static void
+static int
 send_msg(struct dist *d, struct maro_msg *m)
 {
 	char ids[2][MARO_UUID_LEN + 1], dest[MARO_NAME_MAX + 1];
@@ -164,7 +166,7 @@ send_msg(struct dist *d, struct maro_msg *m)
 	to = m->stage != MARO_STAGE_REQUEST && m->reply_to.p ? m->reply_to : m->destination;
 	if (!to.p || to.n > MARO_NAME_MAX) {
 		maro_warn("handler wrote a message with no destination: dropped");
-		return;
+		return 0;	/* the handler's fault: its request is done with */
 	}
 	memcpy(dest, to.p, to.n);
 	dest[to.n] = '\0';
@@ -175,11 +177,11 @@ send_msg(struct dist *d, struct maro_msg *m)
 
 		if (maro_signal && errno == EAGAIN) {
 			d->unsent++;
-			return;
+			return -1;
 		}
 		if (errno != EAGAIN) {
 			maro_warn("cannot send to '%s': %s", dest, strerror(errno));
-			return;
+			return -1;
 		}
 		acked = maro_outbox_acked(d->ob);
 		maro_outbox_run(d->ob);
@@ -190,10 +192,11 @@ send_msg(struct dist *d, struct maro_msg *m)
 		maro_poll(d->c, items, k, 100);
 	}
 	maro_outbox_commit(d->ob, maro_msg_encode_into(m, q));
+	return 0;
 }
 
-/* Sends one message a handler wrote. */
-static void
+/* Sends one message a handler wrote.  0, or -1 when it was not queued. */
+static int
 route(struct dist *d, const uint8_t *p, size_t n)
 {
 	struct maro_msg m;
@@ -201,13 +204,13 @@ route(struct dist *d, const uint8_t *p, size_t n)
 
 	if (maro_msg_decode(&m, p, n, &err) < 0) {
 		maro_warn("handler wrote a malformed message: %s", err.msg);
-		return;
+		return 0;	/* the handler's fault: its request is done with */
 	}
-	send_msg(d, &m);
+	return send_msg(d, &m);
 }
 
-/* The reply to request req (decoded) with a payload line from a --raw handler. */
-static void
+/* The reply to request req (decoded) with a payload line from a --raw handler.  As send_msg. */
+static int
 route_raw(struct dist *d, const struct maro_msg *req, const char *line, size_t len)
 {
 	struct maro_msg m;
@@ -222,7 +225,7 @@ route_raw(struct dist *d, const struct maro_msg *req, const char *line, size_t l
 		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
 	m.payload.p = d->reply.p;
 	m.payload.n = d->reply.len;
-	send_msg(d, &m);
+	return send_msg(d, &m);
 }
 
 static int
@@ -244,7 +247,7 @@ static int
 run_once(struct dist *d, struct handler *h, const unsigned char *take)
 {
 	struct maro_buf in = { 0 }, out = { 0 };
-	int infd, pipefd[2], wstatus, rc = -1;
+	int infd, pipefd[2], wstatus, rc = -1, unsent = 0;
 	size_t i;
 	pid_t pid;
 	char path[] = "/tmp/maro-dist.XXXXXX";
@@ -311,7 +314,8 @@ run_once(struct dist *d, struct handler *h, const unsigned char *take)
 			nl = memchr(line, '\n', (size_t)(end - line));
 			if (!nl)
 				nl = end;
-			route_raw(d, &d->held[i].msg, line, (size_t)(nl - line));
+			if (route_raw(d, &d->held[i].msg, line, (size_t)(nl - line)) < 0)
+				unsent = 1;
 			line = nl + 1;
 		}
 	} else {
@@ -328,11 +332,13 @@ run_once(struct dist *d, struct handler *h, const unsigned char *take)
 				    h->text, off + (size_t)err.offset, err.msg[0] ? err.msg : "truncated");
 				break;
 			}
-			route(d, out.p + off, len);
+			if (route(d, out.p + off, len) < 0)
+				unsent = 1;
 			off += len;
 		}
 	}
-	for (i = 0; i < d->nheld; i++)
+	/* a reply not sent: none of these is acknowledged, their senders keep them */
+	for (i = 0; i < d->nheld && !unsent; i++)
 		if (take[i])
 			ack(d, d->held[i].peer, d->held[i].seq, &d->held[i].msg);
 	rc = 0;
@@ -393,20 +399,21 @@ co_feed(struct dist *d, struct handler *h, const unsigned char *take)
 }
 
 /*
- * The reply for the oldest waiting request went out: acknowledge that
- * request, unless the reply goes to its sender's private reply inbox, where
- * it settles the request (maro(7), DELIVERY): then an ack would be one more
- * frame, and one more wake-up, per task.
+ * The reply for a waiting request went out (sent), or was given up on:
+ * acknowledge that request, unless the reply goes to its sender's private
+ * reply inbox, where it settles the request (maro(7), DELIVERY): then an
+ * ack would be one more frame, and one more wake-up, per task.  One given
+ * up on is only forgotten: its sender keeps it.
  */
 static void
-co_answered(struct dist *d, struct handler *h, size_t k)
+co_answered(struct dist *d, struct handler *h, size_t k, int sent)
 {
 	const struct maro_msg *m = &h->wait[k].msg;
 
 	/* only its id is needed: no copy of the message per task */
-	if (m->reply_to.p && m->reply_to.n > 1 && m->reply_to.p[0] == '~')
+	if (sent && m->reply_to.p && m->reply_to.n > 1 && m->reply_to.p[0] == '~')
 		maro_inbox_settled(d->ib, m->message_id);
-	else
+	else if (sent)
 		ack(d, h->wait[k].peer, h->wait[k].seq, m);
 	free(h->wait[k].p);
 	memmove(h->wait + k, h->wait + k + 1, (h->nwait - k - 1) * sizeof *h->wait);
@@ -452,8 +459,9 @@ co_pump(struct dist *d, struct handler *h)
 			if (!nl)
 				break;
 			if (h->nwait) {
-				route_raw(d, &h->wait[0].msg, s, (size_t)(nl - s));
-				co_answered(d, h, 0);
+				int sent = route_raw(d, &h->wait[0].msg, s, (size_t)(nl - s)) == 0;
+
+				co_answered(d, h, 0, sent);
 			} else {
 				maro_warn("coprocess for '%s' wrote a line no request waits for", h->text);
 			}
@@ -465,15 +473,15 @@ co_pump(struct dist *d, struct handler *h)
 		struct maro_msg m;
 		size_t i;
 
-		route(d, p, n);
-		if (maro_msg_decode(&m, p, n, &err) < 0 || !m.session_id.p)
+		/* not sent: its request stays waiting, unacknowledged */
+		if (route(d, p, n) < 0 || maro_msg_decode(&m, p, n, &err) < 0 || !m.session_id.p)
 			continue;
 		for (i = 0; i < h->nwait; i++) {
 			const struct maro_msg *w = &h->wait[i].msg;
 
 			if (w->session_id.n == m.session_id.n &&
 			    !memcmp(w->session_id.p, m.session_id.p, m.session_id.n)) {
-				co_answered(d, h, i);
+				co_answered(d, h, i, 1);
 				break;
 			}
 		}

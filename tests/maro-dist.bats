@@ -169,6 +169,35 @@ live() { maro-peers -f json | grep -c "\"$1" || :; }
 	[[ "$output" =~ "stopped by a signal: "[0-9]+" replies not sent, "[01]" sent but not acknowledged" ]]
 }
 
+@test "stopped by a signal, it acknowledges no request whose reply it did not send" {
+	mkfifo gate
+	bg 60 maro-recv -n collector -f payload > got
+	collector=$(child_pid "$BG_PID" maro-recv)
+	bg 60 env MARO_WINDOW=1 maro-dist -n worker.1 -v --raw --co '*:echo:1' \
+		'tee seen | { read -r g < gate; cat; }' 2> dist.err
+	dist=$BG_PID
+	run maro-peers -e worker=1 -e collector=1 -W 10s -q
+	assert_success
+	# replies go to a named inbox that takes nothing: one fills the window
+	kill -STOP "$collector"
+	seq 50 | sed 's/.*/{"tag":"echo","destination":"worker.1","reply_to":"collector","session_type":"task","payload":&}/' |
+		maro-msg -i json > in.cbor
+	bg 60 sh -c 'maro-send -W 5s < in.cbor 2> send.err'
+	send=$BG_PID
+	wait_until 20 has_lines seen 50
+	echo go > gate
+	wait_until 20 grep -q "connecting to 'collector'" dist.err
+	kill -TERM "$(child_pid "$dist" maro-dist)"
+	wait_exit "$dist" 20
+	[ "$status" -eq 143 ]
+	# the 49 replies never sent leave their requests with the sender
+	# (it counted all 50 delivered before)
+	wait_exit "$send" 20
+	kill -9 "$collector"
+	[ "$status" -eq 1 ]
+	grep -q "timed out: 49 not delivered" send.err
+}
+
 @test "the socket to a finished requester's reply inbox is closed once idle: no descriptor kept per requester" {
 	bg 60 maro-dist -n worker.1 --raw --co '*:echo:1' cat
 	run maro-peers -e worker=1 -W 10s -q
