@@ -151,9 +151,9 @@ handler_input(struct dist *d, struct maro_buf *out, const uint8_t *p, size_t n)
 /*
  * Sends m (filled in): a reply goes to its reply_to, else to its
  * destination.  Encoded straight into the outbox; a full window to the
- * destination is waited for, never dropped.  0 when queued, -1 when not (a
- * signal came while it waited, or an error): then its request must not be
- * acknowledged, and stays with its sender.
+ * destination is waited for, never dropped.  0 when queued (or when it
+ * never can be: said), -1 when a signal came while it waited: then its
+ * request must not be acknowledged, and stays with its sender.
  */
 static int
 send_msg(struct dist *d, struct maro_msg *m)
@@ -175,12 +175,12 @@ send_msg(struct dist *d, struct maro_msg *m)
 		uint64_t acked;
 		int k;
 
-		if (maro_signal && errno == EAGAIN) {
-			d->unsent++;
-			return -1;
-		}
 		if (errno != EAGAIN) {
 			maro_warn("cannot send to '%s': %s", dest, strerror(errno));
+			return 0;	/* it never can be: its request is done with */
+		}
+		if (maro_signal) {
+			d->unsent++;
 			return -1;
 		}
 		acked = maro_outbox_acked(d->ob);
