@@ -29,6 +29,7 @@
 
 #define MAX_HANDLERS 32
 #define MAX_HELD 65536
+#define SIGNAL_GRACE_US 2000000	/* for replies already queued, when a signal stops us */
 
 static void
 usage(void)
@@ -854,6 +855,24 @@ main(int argc, char **argv)
 		while (h->nwait)
 			free(h->wait[--h->nwait].p);
 		free(h->wait);
+	}
+	/* replies already queued (their requests may be acknowledged): a moment to deliver them */
+	if (maro_signal && maro_outbox_pending(d.ob)) {
+		int64_t until = maro_now_us() + SIGNAL_GRACE_US;
+
+		maro_info("stopping: %zu replies queued, waiting up to %d s for them",
+		    maro_outbox_pending(d.ob), SIGNAL_GRACE_US / 1000000);
+		maro_outbox_prompt(d.ob);
+		for (;;) {
+			zmq_pollitem_t items[1024];
+			int k;
+
+			maro_outbox_run(d.ob);
+			if (!maro_outbox_pending(d.ob) || maro_now_us() >= until)
+				break;
+			k = maro_outbox_pollitems(d.ob, items, 1024);
+			maro_poll(d.c, items, k, 50);
+		}
 	}
 	if (maro_signal && (d.unsent || maro_outbox_pending(d.ob)))
 		maro_warn("stopped by a signal: %zu replies not sent, %zu sent but not acknowledged",

@@ -198,6 +198,35 @@ live() { maro-peers -f json | grep -c "\"$1" || :; }
 	grep -q "timed out: 49 not delivered" send.err
 }
 
+@test "stopped by a signal, it still delivers the replies it had queued, for a moment" {
+	mkfifo gate
+	bg 60 maro-recv -n collector -f payload > got
+	collector=$(child_pid "$BG_PID" maro-recv)
+	bg 60 maro-dist -n worker.1 -v --raw --co '*:echo:1' 'tee seen | { read -r g < gate; cat; }' 2> dist.err
+	dist=$BG_PID
+	run maro-peers -e worker=1 -e collector=1 -W 10s -q
+	assert_success
+	kill -STOP "$collector"
+	seq 50 | sed 's/.*/{"tag":"echo","destination":"worker.1","reply_to":"collector","session_type":"task","payload":&}/' |
+		maro-msg -i json > in.cbor
+	bg 60 maro-send -W 30s < in.cbor
+	send=$BG_PID
+	wait_until 20 has_lines seen 50
+	echo go > gate
+	# the sender's 50 are acknowledged once their replies are queued
+	wait_exit "$send" 30
+	[ "$status" -eq 0 ]
+	# the replies' inbox comes back once the signal came: they reach it
+	kill -TERM "$(child_pid "$dist" maro-dist)"
+	wait_until 10 grep -q "stopping: 50 replies queued" dist.err
+	kill -CONT "$collector"
+	wait_exit "$dist" 20
+	[ "$status" -eq 143 ]
+	wait_until 10 has_lines got 50
+	[ "$(sort -n got)" = "$(seq 50)" ]
+	kill -TERM "$collector"
+}
+
 @test "the socket to a finished requester's reply inbox is closed once idle: no descriptor kept per requester" {
 	bg 60 maro-dist -n worker.1 --raw --co '*:echo:1' cat
 	run maro-peers -e worker=1 -W 10s -q
