@@ -15,6 +15,29 @@ teardown() { default_teardown; }
 
 live() { maro-peers -f json | grep -c "\"$1" || :; }
 
+# requests N [REPLY_TO]: N echo tasks for worker.1 (payloads 1..N), as CBOR, in in.cbor
+requests() {
+	local to=${2:+\"reply_to\":\"$2\",}
+	seq "$1" | sed "s/.*/{\"tag\":\"echo\",\"destination\":\"worker.1\",$to\"session_type\":\"task\",\"payload\":&}/" |
+		maro-msg -i json > in.cbor
+}
+
+# gated_worker [VAR=VALUE...]: maro-dist worker.1 (-v, stderr in dist.err;
+# $dist is its bg pid) whose --raw coprocess writes each task to "seen" and
+# answers only once a line comes through the fifo "gate"
+gated_worker() {
+	mkfifo gate
+	bg 60 env "$@" maro-dist -n worker.1 -v --raw --co '*:echo:1' \
+		'tee seen | { read -r g < gate; cat; }' 2> dist.err
+	dist=$BG_PID
+}
+
+# start_collector: a receiver named collector, payloads in "got"; $collector is its pid
+start_collector() {
+	bg 60 maro-recv -n collector -f payload > got
+	collector=$(child_pid "$BG_PID" maro-recv)
+}
+
 @test "usage: a handler is needed, --exit goes after --on, events are checked" {
 	run maro-dist -n w
 	assert_failure 2
@@ -132,23 +155,17 @@ live() { maro-peers -f json | grep -c "\"$1" || :; }
 	# every reply waits for the acknowledgement of the one before; when the
 	# worker read that acknowledgement while waiting for room, it slept up to
 	# 100 ms all the same (these took ~30 s, and hit the -W)
-	seq 5000 | sed 's/.*/{"tag":"echo","destination":"worker.1","session_type":"task","payload":&}/' |
-		maro-msg -i json > in.cbor
+	requests 5000
 	run timeout 60 sh -c 'maro-send -n master -W 20s -f payload < in.cbor | sort -n'
 	assert_success
 	[ "$output" = "$(seq 5000)" ]
 }
 
 @test "stopped by a signal with replies it cannot send: one line counts them, exit 143" {
-	mkfifo gate
-	# the handler holds its answers back until the gate opens
-	bg 60 env MARO_WINDOW=1 maro-dist -n worker.1 -v --raw --co '*:echo:1' \
-		'tee seen | { read -r g < gate; cat; }' 2> dist.err
-	dist=$BG_PID
+	gated_worker MARO_WINDOW=1
 	run maro-peers -e worker=1 -W 10s -q
 	assert_success
-	seq 50 | sed 's/.*/{"tag":"echo","destination":"worker.1","session_type":"task","payload":&}/' |
-		maro-msg -i json > in.cbor
+	requests 50
 	bg 60 sh -c 'maro-send -n master -W 50s < in.cbor > /dev/null 2>&1'
 	requester=$(child_pid "$BG_PID" maro-send)
 	wait_until 20 has_lines seen 50
@@ -170,18 +187,13 @@ live() { maro-peers -f json | grep -c "\"$1" || :; }
 }
 
 @test "stopped by a signal, it acknowledges no request whose reply it did not send" {
-	mkfifo gate
-	bg 60 maro-recv -n collector -f payload > got
-	collector=$(child_pid "$BG_PID" maro-recv)
-	bg 60 env MARO_WINDOW=1 maro-dist -n worker.1 -v --raw --co '*:echo:1' \
-		'tee seen | { read -r g < gate; cat; }' 2> dist.err
-	dist=$BG_PID
+	start_collector
+	gated_worker MARO_WINDOW=1
 	run maro-peers -e worker=1 -e collector=1 -W 10s -q
 	assert_success
 	# replies go to a named inbox that takes nothing: one fills the window
 	kill -STOP "$collector"
-	seq 50 | sed 's/.*/{"tag":"echo","destination":"worker.1","reply_to":"collector","session_type":"task","payload":&}/' |
-		maro-msg -i json > in.cbor
+	requests 50 collector
 	bg 60 sh -c 'maro-send -W 5s < in.cbor 2> send.err'
 	send=$BG_PID
 	wait_until 20 has_lines seen 50
@@ -199,16 +211,12 @@ live() { maro-peers -f json | grep -c "\"$1" || :; }
 }
 
 @test "stopped by a signal, it still delivers the replies it had queued, for a moment" {
-	mkfifo gate
-	bg 60 maro-recv -n collector -f payload > got
-	collector=$(child_pid "$BG_PID" maro-recv)
-	bg 60 maro-dist -n worker.1 -v --raw --co '*:echo:1' 'tee seen | { read -r g < gate; cat; }' 2> dist.err
-	dist=$BG_PID
+	start_collector
+	gated_worker
 	run maro-peers -e worker=1 -e collector=1 -W 10s -q
 	assert_success
 	kill -STOP "$collector"
-	seq 50 | sed 's/.*/{"tag":"echo","destination":"worker.1","reply_to":"collector","session_type":"task","payload":&}/' |
-		maro-msg -i json > in.cbor
+	requests 50 collector
 	bg 60 maro-send -W 30s < in.cbor
 	send=$BG_PID
 	wait_until 20 has_lines seen 50
