@@ -141,11 +141,11 @@ spawn(struct dist *d, struct handler *h, int in_fd, int out_fd)
 
 /* What a handler reads: the messages as CBOR, or with --raw their payloads as lines. */
 static void
-handler_input(struct dist *d, struct maro_buf *out, const uint8_t *p, size_t n)
+handler_input(struct dist *d, struct maro_buf *out, const struct held *m)
 {
 	struct maro_err err;
 
-	if (maro_format_item(out, d->raw ? MARO_FORMAT_PAYLOAD : MARO_FORMAT_CBOR, p, n, &err) < 0)
+	if (maro_format_msg(out, d->raw ? MARO_FORMAT_PAYLOAD : MARO_FORMAT_CBOR, &m->msg, m->p, m->n, &err) < 0)
 		maro_warn("cannot pass a message to the handler: %s", err.msg);
 }
 
@@ -255,7 +255,7 @@ run_once(struct dist *d, struct handler *h, const unsigned char *take)
 
 	for (i = 0; i < d->nheld; i++)
 		if (take[i])
-			handler_input(d, &in, d->held[i].p, d->held[i].n);
+			handler_input(d, &in, &d->held[i]);
 	/* the input goes through an unlinked file: the handler may read it at leisure */
 	/* close-on-exec: only the dup2'ed copies reach the handler, so its
 	 * background children cannot hold our pipe open */
@@ -377,7 +377,7 @@ co_feed(struct dist *d, struct handler *h, const unsigned char *take)
 
 		if (!take[i])
 			continue;
-		handler_input(d, &h->wbuf, m->p, m->n);
+		handler_input(d, &h->wbuf, m);
 		if (!is_request(&m->msg)) {
 			ack(d, m->peer, m->seq, &m->msg);
 			continue;

@@ -234,7 +234,7 @@ main(int argc, char **argv)
 				continue;	/* not ours to hand on: the sender keeps it */
 			line.len = 0;
 			/* CBOR goes out as it came: no copy through line */
-			if (fmt != MARO_FORMAT_CBOR && maro_format_item(&line, fmt, d.p, d.n, &err) < 0) {
+			if (fmt != MARO_FORMAT_CBOR && maro_format_msg(&line, fmt, &d.msg, d.p, d.n, &err) < 0) {
 				maro_warn("cannot print a message from '%.*s' as %s: %s",
 				    (int)d.msg.source.n, d.msg.source.p ? d.msg.source.p : "",
 				    fmt == MARO_FORMAT_JSON ? "JSON" : "text", err.msg);

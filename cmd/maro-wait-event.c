@@ -247,7 +247,7 @@ main(int argc, char **argv)
 				if (!w.take[i])
 					continue;
 				line.len = 0;
-				if (!quiet && maro_format_item(&line, fmt, w.held[i].p, w.held[i].n, &err) == 0 &&
+				if (!quiet && maro_format_msg(&line, fmt, &w.held[i].msg, w.held[i].p, w.held[i].n, &err) == 0 &&
 				    maro_writer_put(&out, line.p, line.len) < 0)
 					break;
 				maro_inbox_done(ib, &ack);

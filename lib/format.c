@@ -51,11 +51,9 @@ text_bytes(struct maro_buf *out, const uint8_t *p, size_t n)
 }
 
 int
-maro_format_item(struct maro_buf *out, enum maro_format f, const uint8_t *p, size_t n,
-    struct maro_err *err)
+maro_format_msg(struct maro_buf *out, enum maro_format f, const struct maro_msg *m,
+    const uint8_t *p, size_t n, struct maro_err *err)
 {
-	struct maro_msg m;
-
 	err->offset = 0;
 	err->msg[0] = '\0';
 	switch (f) {
@@ -68,17 +66,27 @@ maro_format_item(struct maro_buf *out, enum maro_format f, const uint8_t *p, siz
 			return -1;
 		return maro_buf_append(out, "\n", 1);
 	case MARO_FORMAT_PAYLOAD:
-		if (maro_msg_decode(&m, p, n, err) < 0)
-			return -1;
-		if (!m.payload.p)
+		if (!m->payload.p)
 			return maro_buf_append(out, "\n", 1);
-		if ((m.payload.p[0] >> 5) == 3) {
+		if ((m->payload.p[0] >> 5) == 3) {
 			/* text: its bytes as they are, the chunks of an indefinite one joined */
-			if (text_bytes(out, m.payload.p, m.payload.n) < 0)
+			if (text_bytes(out, m->payload.p, m->payload.n) < 0)
 				return -1;
 			return maro_buf_append(out, "\n", 1);
 		}
-		return json_line(out, m.payload.p, m.payload.n, err);
+		return json_line(out, m->payload.p, m->payload.n, err);
 	}
 	return -1;
+}
+
+int
+maro_format_item(struct maro_buf *out, enum maro_format f, const uint8_t *p, size_t n,
+    struct maro_err *err)
+{
+	struct maro_msg m;
+
+	/* only the payload format needs the message's fields */
+	if (f == MARO_FORMAT_PAYLOAD && maro_msg_decode(&m, p, n, err) < 0)
+		return -1;
+	return maro_format_msg(out, f, f == MARO_FORMAT_PAYLOAD ? &m : NULL, p, n, err);
 }

@@ -10,6 +10,7 @@
 
 #include "buf.h"
 #include "cborseq.h"
+#include "message.h"
 
 enum maro_format {
 	MARO_FORMAT_CBOR,
@@ -25,5 +26,8 @@ enum maro_format {
  */
 int maro_format_item(struct maro_buf *out, enum maro_format f, const uint8_t *p, size_t n,
     struct maro_err *err);
+/* The same for a message decoded already: m holds views into p[0..n). */
+int maro_format_msg(struct maro_buf *out, enum maro_format f, const struct maro_msg *m,
+    const uint8_t *p, size_t n, struct maro_err *err);
 
 #endif

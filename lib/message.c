@@ -238,6 +238,21 @@ item_len(const uint8_t *p, size_t n)
 	return len;
 }
 
+/* item_len, with a shortcut for the short strings and small integers of our fields */
+static inline size_t
+short_len(const uint8_t *p, size_t n)
+{
+	size_t k;
+
+	if (n && (p[0] >> 5) <= 3 && (p[0] & 31) < 24) {
+		k = (p[0] >> 5) <= 1 ? 1 : 1 + (size_t)(p[0] & 31);
+		return k <= n ? k : 0;
+	}
+	if (n >= 2 && (p[0] >> 5) == 3 && (p[0] & 31) == 24)
+		return (size_t)p[1] + 2 <= n ? (size_t)p[1] + 2 : 0;
+	return item_len(p, n);
+}
+
 /*
  * The head's length of the definite string at p, an item of exactly n
  * bytes (item_len said so, or the caller knows): what follows it is the
@@ -358,7 +373,7 @@ decode(struct maro_msg *m, const uint8_t *p, size_t n, size_t *end, struct maro_
 				k = key_index(key);
 		}
 		pos += klen;
-		vlen = item_len(p + pos, n - pos);
+		vlen = short_len(p + pos, n - pos);
 		if (!vlen)
 			return bad(err, pos, "malformed map value");
 		if (k < NKEYS) {
@@ -409,6 +424,31 @@ decode(struct maro_msg *m, const uint8_t *p, size_t n, size_t *end, struct maro_
 	*end = pos;
 	if (!m->tag.p)
 		return bad(err, 0, "message has no 'tag'");
+	return 0;
+}
+
+int
+maro_msg_text(const uint8_t *p, size_t n, const char *key, struct maro_str *out)
+{
+	unsigned major;
+	uint64_t count, i;
+	size_t pos, klen = strlen(key), k, v;
+
+	pos = maro_cbor_head(p, n, &major, &count);
+	if (!pos || major != 5)
+		return -1;
+	for (i = 0; count == UINT64_MAX || i < count; i++) {
+		if (pos >= n)
+			return -1;
+		if (count == UINT64_MAX && p[pos] == 0xff)
+			break;
+		if (!(k = short_len(p + pos, n - pos)) || !(v = short_len(p + pos + k, n - pos - k)))
+			return -1;
+		/* ours are short text strings: their head is their length */
+		if (k == klen + 1 && p[pos] == (0x60 | klen) && !memcmp(p + pos + 1, key, klen))
+			return text_bytes(p + pos + k, v, out) < 0 ? -1 : 1;
+		pos += k + v;
+	}
 	return 0;
 }
 

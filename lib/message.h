@@ -74,6 +74,12 @@ struct maro_msg {
  */
 int maro_msg_decode(struct maro_msg *m, const uint8_t *p, size_t n, struct maro_err *err);
 /*
+ * The text of one key (shorter than 24 bytes) of the message at p, found
+ * without decoding the rest: for a message known good (encoded here), its
+ * bytes unchecked.  1 found, 0 no such key, -1 malformed or not text.
+ */
+int maro_msg_text(const uint8_t *p, size_t n, const char *key, struct maro_str *out);
+/*
  * m, decoded from bytes at from, for a copy of those bytes at to: its views
  * moved over, without decoding again.  Copies the extras it has, not all
  * 32 slots.

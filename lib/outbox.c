@@ -20,9 +20,9 @@ struct entry {
 	uint32_t n;
 	uint32_t cap;		/* of p, which may outlive its message (KEEP_BYTES) */
 	uint8_t acked;
-	uint8_t sid_known;	/* sid_hash computed (by the first settle that looked) */
+	uint8_t sid_known;	/* 0: not looked for yet (by a settle); 1: none; 2: sid_* */
+	uint32_t sid_off, sid_n;	/* its session_id: p[sid_off..+sid_n) */
 	int64_t sent;
-	uint64_t sid_hash;	/* of its session_id; 0 when it has none */
 };
 
 /*
@@ -70,21 +70,6 @@ buf_sent(void *data, void *hint)
 {
 	(void)data;
 	buf_unref(hint);
-}
-
-static uint64_t
-sid_hash(struct maro_str id)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-	size_t i;
-
-	if (!id.p)
-		return 0;
-	for (i = 0; i < id.n; i++) {
-		h ^= (uint8_t)id.p[i];
-		h *= 0x100000001b3ull;
-	}
-	return h ? h : 1;
 }
 
 struct dest {
@@ -403,26 +388,29 @@ size_t
 maro_outbox_settle(struct maro_outbox *ob, const char *name, struct maro_str session_id)
 {
 	struct dest *d = session_id.p ? dest_get(ob, name, 0) : NULL;
-	struct maro_err err;
 	size_t n = 0;
-	uint64_t s, want;
+	uint64_t s;
 
 	if (!d)
 		return 0;
-	want = sid_hash(session_id);
 	for (s = d->head; s < d->tail; s++) {
 		struct entry *e = &d->ring[s & d->mask];
-		struct maro_msg m;
 
 		if (e->acked)
 			continue;
-		/* each message is decoded once for this, not once per reply */
+		/* each message is looked into once for this, not once per reply */
 		if (!e->sid_known) {
-			e->sid_hash = maro_msg_decode(&m, e->p, e->n, &err) < 0 ? 0 : sid_hash(m.session_id);
+			struct maro_str sid;
+
 			e->sid_known = 1;
+			if (maro_msg_text(e->p, e->n, "session_id", &sid) == 1) {
+				e->sid_off = (uint32_t)((const uint8_t *)sid.p - e->p);
+				e->sid_n = (uint32_t)sid.n;
+				e->sid_known = 2;
+			}
 		}
-		if (e->sid_hash != want || maro_msg_decode(&m, e->p, e->n, &err) < 0 ||
-		    m.session_id.n != session_id.n || memcmp(m.session_id.p, session_id.p, session_id.n))
+		if (e->sid_known != 2 || e->sid_n != session_id.n ||
+		    memcmp(e->p + e->sid_off, session_id.p, session_id.n))
 			continue;
 		if (ob->ack)
 			ob->ack(ob->fail_arg, d->name, e->p, e->n);

@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "format.h"
 #include "message.h"
 #include "unit.h"
 
@@ -201,6 +202,59 @@ test_rebase(void)
 	CHECK(r.type == fresh.type && r.stage == fresh.stage);
 }
 
+static void
+test_text(void)
+{
+	/* an unknown key with a nested value and a 1-byte-length text before session_id */
+	static const uint8_t msg[] = "\xa4\x63tag\x61x\x61k\x82\x01\x81\x02\x68reply_to\x78\x1a"
+	    "~abcdefghijklmnopqrstuvwxy\x6asession_id\x62i1";
+	static const uint8_t indef[] = "\xbf\x63tag\x61x\x6asession_id\x62i2\xff";
+	struct maro_str s;
+	size_t n = sizeof msg - 1;
+
+	CHECK(maro_msg_text(msg, n, "session_id", &s) == 1 && s.n == 2 && (const uint8_t *)s.p == msg + n - 2);
+	CHECK(maro_msg_text(msg, n, "reply_to", &s) == 1 && s.n == 26 && s.p[0] == '~');
+	CHECK(maro_msg_text(msg, n, "tag", &s) == 1 && s.n == 1 && s.p[0] == 'x');
+	CHECK(maro_msg_text(msg, n, "source", &s) == 0);
+	CHECK(maro_msg_text(msg, n, "k", &s) == -1);	/* not text */
+	CHECK(maro_msg_text(msg, n - 1, "session_id", &s) == -1);	/* truncated */
+	CHECK(maro_msg_text(indef, sizeof indef - 1, "session_id", &s) == 1 && s.n == 2 && s.p[1] == '2');
+	CHECK(maro_msg_text(indef, sizeof indef - 1, "source", &s) == 0);
+	CHECK(maro_msg_text((const uint8_t *)"\x82\x01\x02", 3, "tag", &s) == -1);
+}
+
+/* maro_format_msg, given the decoded message, writes what maro_format_item does. */
+static void
+test_format(void)
+{
+	static const struct { const char *p; size_t n; const char *payload; } cases[] = {
+		{ "\xa2\x63tag\x61x\x67payload\x62hi", 18, "hi\n" },
+		{ "\xa1\x63tag\x61x", 7, "\n" },
+		{ "\xa2\x63tag\x61x\x67payload\x82\x01\x02", 18, "[1,2]\n" },
+		{ "\xa2\x63tag\x61x\x67payload\x7f\x61h\x61i\xff", 21, "hi\n" },
+	};
+	enum maro_format f[] = { MARO_FORMAT_CBOR, MARO_FORMAT_JSON, MARO_FORMAT_DIAG, MARO_FORMAT_PAYLOAD };
+	size_t i, j;
+
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		const uint8_t *p = (const uint8_t *)cases[i].p;
+		struct maro_buf a = { 0 }, b = { 0 };
+		struct maro_err err;
+		struct maro_msg m;
+
+		CHECK(maro_msg_decode(&m, p, cases[i].n, &err) == 0);
+		for (j = 0; j < sizeof f / sizeof f[0]; j++) {
+			a.len = b.len = 0;
+			CHECK(maro_format_item(&a, f[j], p, cases[i].n, &err) == 0);
+			CHECK(maro_format_msg(&b, f[j], &m, p, cases[i].n, &err) == 0);
+			CHECK(a.len == b.len && memcmp(a.p, b.p, a.len) == 0);
+		}
+		CHECK(b.len == strlen(cases[i].payload) && memcmp(b.p, cases[i].payload, b.len) == 0);
+		maro_buf_free(&a);
+		maro_buf_free(&b);
+	}
+}
+
 void
 test_message(void)
 {
@@ -209,4 +263,6 @@ test_message(void)
 	test_bad();
 	test_checked();
 	test_rebase();
+	test_text();
+	test_format();
 }
