@@ -645,6 +645,14 @@ maro_outbox_run(struct maro_outbox *ob)
 		}
 		/* stalled: look the name up again, and send the window again */
 		if (d->head < d->next && d->ring[d->head & d->mask].sent + d->retry_us <= now) {
+			if (maro_verbose) {
+				uint64_t s, k = 0;
+
+				for (s = d->head; s < d->next; s++)
+					k += !d->ring[s & d->mask].acked;
+				maro_info("no acknowledgement from '%s' in %lld ms: sending %llu again",
+				    d->name, (long long)(d->retry_us / 1000), (unsigned long long)k);
+			}
 			dest_lookup(ob, d, now);
 			d->next = d->head;
 			d->retry_us = d->retry_us * 2 > RETRY_MAX_US ? RETRY_MAX_US : d->retry_us * 2;
