@@ -59,9 +59,12 @@ struct handler {
 		uint32_t peer;
 		uint64_t seq;
 		struct maro_msg msg;	/* decoded from p once */
-	} *wait;
-	size_t nwait, waitcap;
+	} *wait;		/* wait[wfirst..nwait): answered from the front, no memmove per task */
+	size_t wfirst, nwait, waitcap;
 };
+
+/* the value in dist.ids of a message a coprocess has, waiting for its answer */
+#define WAITING UINT64_MAX
 
 struct held {
 	uint8_t *p;
@@ -82,7 +85,7 @@ struct dist {
 	int nh;
 	struct held *held;
 	size_t nheld, cap;
-	struct maro_strset ids;
+	struct maro_strset ids;	/* message ids: held (their serial), or WAITING with a coprocess */
 	unsigned live[MARO_EVENT_MAX_UNITS];
 	uint64_t serial;		/* of the next held message */
 	struct maro_entry *members;	/* the registry, read at most every 250 ms */
@@ -382,6 +385,11 @@ co_feed(struct dist *d, struct handler *h, const unsigned char *take)
 			ack(d, m->peer, m->seq, &m->msg);
 			continue;
 		}
+		if (h->nwait == h->waitcap && h->wfirst) {
+			memmove(h->wait, h->wait + h->wfirst, (h->nwait - h->wfirst) * sizeof *h->wait);
+			h->nwait -= h->wfirst;
+			h->wfirst = 0;
+		}
 		if (h->nwait == h->waitcap) {
 			h->waitcap = h->waitcap ? h->waitcap * 2 : 64;
 			h->wait = xrealloc(h->wait, h->waitcap * sizeof *h->wait);
@@ -416,9 +424,15 @@ co_answered(struct dist *d, struct handler *h, size_t k, int sent)
 		maro_inbox_settled(d->ib, m->message_id);
 	else if (sent)
 		ack(d, h->wait[k].peer, h->wait[k].seq, m);
+	if (m->message_id.p)
+		maro_strset_take(&d->ids, m->message_id.p, m->message_id.n);
 	free(h->wait[k].p);
-	memmove(h->wait + k, h->wait + k + 1, (h->nwait - k - 1) * sizeof *h->wait);
-	h->nwait--;
+	if (k == h->wfirst)
+		h->wfirst++;
+	else
+		memmove(h->wait + k, h->wait + k + 1, (--h->nwait - k) * sizeof *h->wait);
+	if (h->wfirst == h->nwait)
+		h->wfirst = h->nwait = 0;
 }
 
 /* Moves bytes between maro-dist and a coprocess.  -1 when the coprocess is gone. */
@@ -459,10 +473,10 @@ co_pump(struct dist *d, struct handler *h)
 
 			if (!nl)
 				break;
-			if (h->nwait) {
-				int sent = route_raw(d, &h->wait[0].msg, s, (size_t)(nl - s)) == 0;
+			if (h->nwait > h->wfirst) {
+				int sent = route_raw(d, &h->wait[h->wfirst].msg, s, (size_t)(nl - s)) == 0;
 
-				co_answered(d, h, 0, sent);
+				co_answered(d, h, h->wfirst, sent);
 			} else {
 				maro_warn("coprocess for '%s' wrote a line no request waits for", h->text);
 			}
@@ -477,7 +491,7 @@ co_pump(struct dist *d, struct handler *h)
 		/* not sent: its request stays waiting, unacknowledged */
 		if (route(d, p, n) < 0 || maro_msg_decode(&m, p, n, &err) < 0 || !m.session_id.p)
 			continue;
-		for (i = 0; i < h->nwait; i++) {
+		for (i = h->wfirst; i < h->nwait; i++) {
 			const struct maro_msg *w = &h->wait[i].msg;
 
 			if (w->session_id.n == m.session_id.n &&
@@ -513,27 +527,28 @@ hold(struct dist *d, const struct maro_delivery *dl)
 	struct held *h;
 	uint64_t at;
 
+	/* a resent copy of a message held, or with a coprocess: not new work */
 	if (dl->msg.message_id.p && maro_strset_get(&d->ids, dl->msg.message_id.p, dl->msg.message_id.n, &at)) {
-		struct held *o = held_find(d, at);
+		struct held *o = at != WAITING ? held_find(d, at) : NULL;
 
 		if (o) {
 			o->peer = dl->peer;
 			o->seq = dl->seq;
+			return;
 		}
-		return;
-	}
-	/* already with a coprocess, waiting for its answer: a resent copy, not new work */
-	for (int i = 0; i < d->nh && dl->msg.message_id.p; i++) {
-		struct handler *hd = &d->h[i];
+		/* waiting for its answer: looked for only now, not for every message */
+		for (int i = 0; i < d->nh && at == WAITING; i++) {
+			struct handler *hd = &d->h[i];
 
-		for (size_t k = 0; k < hd->nwait; k++) {
-			const struct maro_msg *w = &hd->wait[k].msg;
+			for (size_t k = hd->wfirst; k < hd->nwait; k++) {
+				const struct maro_msg *w = &hd->wait[k].msg;
 
-			if (w->message_id.p && w->message_id.n == dl->msg.message_id.n &&
-			    !memcmp(w->message_id.p, dl->msg.message_id.p, w->message_id.n)) {
-				hd->wait[k].peer = dl->peer;
-				hd->wait[k].seq = dl->seq;
-				return;
+				if (w->message_id.n == dl->msg.message_id.n &&
+				    !memcmp(w->message_id.p, dl->msg.message_id.p, w->message_id.n)) {
+					hd->wait[k].peer = dl->peer;
+					hd->wait[k].seq = dl->seq;
+					return;
+				}
 			}
 		}
 	}
@@ -564,8 +579,13 @@ release(struct dist *d, const unsigned char *take)
 	for (i = 0; i < d->nheld; i++) {
 		if (take[i]) {
 			/* its id still points into its bytes (or a coprocess's copy of them) */
-			if (d->held[i].msg.message_id.p)
+			if (!d->held[i].msg.message_id.p)
+				;
+			else if (d->held[i].p)
 				maro_strset_take(&d->ids, d->held[i].msg.message_id.p, d->held[i].msg.message_id.n);
+			else if (maro_strset_put(&d->ids, d->held[i].msg.message_id.p, d->held[i].msg.message_id.n,
+			    WAITING) < 0)
+				maro_die(MARO_EXIT_SOFTWARE, "out of memory");
 			free(d->held[i].p);
 			continue;
 		}
@@ -852,7 +872,7 @@ main(int argc, char **argv)
 		maro_reader_free(&h->rd);
 		maro_buf_free(&h->wbuf);
 		/* requests it never answered stay unacknowledged: their senders keep them */
-		while (h->nwait)
+		while (h->nwait > h->wfirst)
 			free(h->wait[--h->nwait].p);
 		free(h->wait);
 	}

@@ -161,6 +161,39 @@ start_collector() {
 	[ "$output" = "$(seq 5000)" ]
 }
 
+@test "a CBOR coprocess may answer out of order: each reply goes to its own request" {
+	# answers each pair of tasks second first: a reply then matches a
+	# request behind the oldest waiting one, by its session
+	bg 60 maro-dist -n worker.1 --co '*:echo:1' 'maro-msg -f json |
+		while read -r a && read -r b; do printf "%s\n%s\n" "$b" "$a"; done |
+		sed -u "s/\"payload\":\([0-9]*\)/\"payload\":\"r\1\"/" | maro-msg reply -i json'
+	run maro-peers -e worker=1 -W 10s -q
+	assert_success
+	requests 200
+	run timeout 60 maro-send -n master -W 20s -f payload < in.cbor
+	assert_success
+	[ "${lines[0]}" = r2 ] && [ "${lines[1]}" = r1 ] && [ "${lines[199]}" = r199 ]
+	[ "$(printf '%s\n' "${lines[@]}" | sort -V)" = "$(seq 200 | sed 's/^/r/')" ]
+}
+
+@test "a task sent again while its coprocess works on it is not handed over twice" {
+	gated_worker
+	requests 20
+	bg 60 maro-send -n master -v -W 30s -f payload < in.cbor > got 2> send.err
+	send=$BG_PID
+	wait_until 20 has_lines seen 20
+	# unanswered for 1 s, then 2 s more: the sender sends all 20 again, twice
+	wait_until 20 sh -c '[ "$(grep -c "no acknowledgement from .worker.1. in .* ms: sending 20 again" send.err)" -ge 2 ]'
+	echo go > gate
+	wait_exit "$send" 30
+	[ "$status" -eq 0 ]
+	[ "$(sort -n got)" = "$(seq 20)" ]
+	# with --raw a line answers the oldest request waiting: a copy handed
+	# over again would take the answer of another
+	[ "$(wc -l < seen)" -eq 20 ]
+	! grep -q "no request waits for" dist.err
+}
+
 @test "stopped by a signal with replies it cannot send: one line counts them, exit 143" {
 	gated_worker MARO_WINDOW=1
 	run maro-peers -e worker=1 -W 10s -q
