@@ -5,7 +5,9 @@
  * so both run, as they do in the tools.  A decoded message must point into
  * the input only, encode again into a well-formed item, and that item must
  * decode to the same fields and encode to the same bytes.  The one-pass
- * decoder for untrusted bytes must agree with the two passes.
+ * decoder for untrusted bytes must agree with the two passes.  The look-up
+ * of one key (maro_msg_text) stays inside any bytes, and in a message
+ * encoded here finds what the decoder finds.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -100,6 +102,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t i;
 
 	one_pass(data, size);
+	/* the outbox's look-up of one key: safe on any bytes, and inside them */
+	{
+		struct maro_str t;
+
+		if (maro_msg_text(data, size, "session_id", &t) == 1)
+			inside(t.p, t.n, data, size);
+	}
 	if (maro_cbor_check(data, size, NULL, &err) < 0) {
 		REQUIRE(err.msg[0] && err.offset <= size);
 		return 0;
@@ -126,6 +135,24 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	same_msg(&m, &m2);
 	REQUIRE(maro_msg_encode(&m2, &out2) == 0);
 	REQUIRE(out.len == out2.len && !memcmp(out.p, out2.p, out.len));
+	/* in a message encoded here, the look-up finds what the decoder does */
+	{
+		static const char *const keys[] = { "tag", "source", "destination", "session_id",
+		    "message_id", "reply_to" };
+		const struct maro_str *f[] = { &m2.tag, &m2.source, &m2.destination, &m2.session_id,
+		    &m2.message_id, &m2.reply_to };
+		struct maro_str t;
+
+		for (i = 0; i < 6; i++) {
+			int rc = maro_msg_text(out.p, out.len, keys[i], &t);
+
+			REQUIRE(rc == (f[i]->p ? 1 : 0));
+			if (rc == 1) {
+				inside(t.p, t.n, out.p, out.len);
+				REQUIRE(same_str(t, *f[i]));
+			}
+		}
+	}
 
 	/* a reply made from it is a message too */
 	{
