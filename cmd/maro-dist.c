@@ -579,12 +579,12 @@ release(struct dist *d, const unsigned char *take)
 	for (i = 0; i < d->nheld; i++) {
 		if (take[i]) {
 			/* its id still points into its bytes (or a coprocess's copy of them) */
-			if (!d->held[i].msg.message_id.p)
-				;
-			else if (d->held[i].p)
-				maro_strset_take(&d->ids, d->held[i].msg.message_id.p, d->held[i].msg.message_id.n);
-			else if (maro_strset_put(&d->ids, d->held[i].msg.message_id.p, d->held[i].msg.message_id.n,
-			    WAITING) < 0)
+			struct maro_str id = d->held[i].msg.message_id;
+
+			/* with a coprocess now (p is the pending list's): kept, as WAITING */
+			if (id.p && d->held[i].p)
+				maro_strset_take(&d->ids, id.p, id.n);
+			else if (id.p && maro_strset_put(&d->ids, id.p, id.n, WAITING) < 0)
 				maro_die(MARO_EXIT_SOFTWARE, "out of memory");
 			free(d->held[i].p);
 			continue;
