@@ -8,12 +8,18 @@
  *   raw-zmq stream ENDPOINT COUNT SIZE   PUSH COUNT messages of SIZE bytes to
  *                                        a PULL process; print msgs/s
  *   raw-zmq rr ENDPOINT COUNT SIZE       COUNT REQ/REP round trips; print trips/s
- *   raw-zmq peers ENDPOINT N FILE        N echoing ROUTER processes; write their
+ *   raw-zmq peers ENDPOINT N FILE [cat]  N echoing ROUTER processes; write their
  *                                        endpoints to FILE, then print "ready"
- *                                        and run until killed
+ *                                        and run until killed.  With "cat",
+ *                                        each peer's messages go through a
+ *                                        cat(1) child and back, pipelined
  *   raw-zmq round FILE SIZE              one round: a DEALER to each peer in
  *                                        FILE sends SIZE bytes, waits for all
  *                                        the replies, exits
+ *   raw-zmq deal FILE COUNT WINDOW       a DEALER to each peer in FILE; COUNT
+ *                                        tasks dealt to the peers with room,
+ *                                        at most WINDOW unanswered per peer;
+ *                                        exits when every reply is in
  *   raw-zmq repeat FILE COUNT            write FILE COUNT times to stdout
  *
  * ENDPOINT is tcp://127.0.0.1:* (a free port) or ipc://PATH (peers append .I).
@@ -209,8 +215,87 @@ echo_peer(const char *ep, int fd)
 	}
 }
 
+/*
+ * The same through a cat(1) child, as maro-dist --co hands work to a
+ * coprocess: tasks are TASK bytes each, written to cat as they come; each
+ * TASK bytes back go to the oldest waiting sender.  Pipelined both ways.
+ */
+#define TASK 16
+static void
+echo_cat_peer(const char *ep, int fd)
+{
+	void *ctx, *s;
+	int in[2], out[2];
+	size_t cap = 1024, head = 0, tail = 0, have = 0;
+	zmq_msg_t *ids = calloc(cap, sizeof *ids), m;
+	char buf[TASK * 256];
+	pid_t pid;
+
+	if (!ids || pipe(in) < 0 || pipe(out) < 0 || (pid = fork()) < 0)
+		exit(1);
+	if (pid == 0) {
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		close(in[0]); close(in[1]); close(out[0]); close(out[1]);
+		execlp("cat", "cat", (char *)NULL);
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	ctx = zmq_ctx_new();
+	s = zmq_socket(ctx, ZMQ_ROUTER);
+	bind_tell(s, ep, fd);
+	close(fd);
+	for (;;) {
+		zmq_pollitem_t it[2] = {
+			{ .socket = s, .events = ZMQ_POLLIN },
+			{ .fd = out[0], .events = ZMQ_POLLIN },
+		};
+
+		if (zmq_poll(it, 2, -1) < 0)
+			die("poll");
+		/* every task waiting in the socket, to cat */
+		while (it[0].revents & ZMQ_POLLIN) {
+			if (tail - head == cap)
+				die("too many tasks");
+			zmq_msg_init(&ids[tail % cap]);
+			if (zmq_msg_recv(&ids[tail % cap], s, ZMQ_DONTWAIT) < 0) {
+				zmq_msg_close(&ids[tail % cap]);
+				if (errno == EAGAIN)
+					break;
+				die("recv");
+			}
+			zmq_msg_init(&m);
+			if (zmq_msg_recv(&m, s, 0) < 0 || zmq_msg_size(&m) != TASK ||
+			    write(in[1], zmq_msg_data(&m), TASK) != TASK)
+				die("to cat");
+			zmq_msg_close(&m);
+			tail++;
+		}
+		/* what cat gave back, each whole task to its sender */
+		if (it[1].revents & ZMQ_POLLIN) {
+			ssize_t r = read(out[0], buf + have, sizeof buf - have);
+			size_t k;
+
+			if (r <= 0)
+				exit(1);
+			have += (size_t)r;
+			for (k = 0; k + TASK <= have; k += TASK) {
+				if (head == tail)
+					die("a reply nobody waits for");
+				if (zmq_msg_send(&ids[head % cap], s, ZMQ_SNDMORE) < 0 ||
+				    zmq_send(s, buf + k, TASK, 0) < 0)
+					die("echo");
+				head++;
+			}
+			memmove(buf, buf + k, have - k);
+			have -= k;
+		}
+	}
+}
+
 static int
-peers(const char *ep, long n, const char *file)
+peers(const char *ep, long n, const char *file, int through_cat)
 {
 	int p[2], sig;
 	char addr[EP_MAX];
@@ -241,7 +326,10 @@ peers(const char *ep, long n, const char *file)
 				snprintf(addr, sizeof addr, "%s.%ld", ep, i);
 			else
 				snprintf(addr, sizeof addr, "%s", ep);
-			echo_peer(addr, p[1]);
+			if (through_cat)
+				echo_cat_peer(addr, p[1]);
+			else
+				echo_peer(addr, p[1]);
 			_exit(0);
 		}
 		kids[i] = pid;
@@ -314,6 +402,66 @@ round_trip(const char *file, size_t size)
 }
 
 static int
+deal(const char *file, long count, long window)
+{
+	char addr[EP_MAX], task[32];
+	void *ctx = zmq_ctx_new(), **s = NULL;
+	zmq_pollitem_t *items = NULL;
+	long n = 0, sent = 0, got = 0, *out = NULL, i;
+	FILE *f = fopen(file, "r");
+
+	if (!f)
+		return 1;
+	while (fgets(addr, sizeof addr, f)) {
+		addr[strcspn(addr, "\n")] = '\0';
+		if (!(s = realloc(s, (size_t)(n + 1) * sizeof *s)))
+			return 1;
+		s[n] = zmq_socket(ctx, ZMQ_DEALER);
+		if (zmq_connect(s[n], addr) < 0)
+			die(addr);
+		n++;
+	}
+	fclose(f);
+	if (n == 0 || !(items = calloc((size_t)n, sizeof *items)) ||
+	    !(out = calloc((size_t)n, sizeof *out)))
+		return 1;
+	for (i = 0; i < n; i++)
+		items[i] = (zmq_pollitem_t){ .socket = s[i], .events = ZMQ_POLLIN };
+	while (got < count) {
+		for (i = 0; i < n && sent < count; i++)
+			while (out[i] < window && sent < count) {
+				snprintf(task, sizeof task, "%015ld\n", sent);
+				if (zmq_send(s[i], task, TASK, 0) < 0)
+					die("send");
+				out[i]++;
+				sent++;
+			}
+		if (zmq_poll(items, (int)n, 10000) <= 0) {
+			fprintf(stderr, "raw-zmq: %ld of %ld replies\n", got, count);
+			return 1;
+		}
+		for (i = 0; i < n; i++)
+			if (items[i].revents & ZMQ_POLLIN) {
+				zmq_msg_t m;
+
+				zmq_msg_init(&m);
+				while (zmq_msg_recv(&m, s[i], ZMQ_DONTWAIT) >= 0) {
+					out[i]--;
+					got++;
+				}
+				zmq_msg_close(&m);
+			}
+	}
+	for (i = 0; i < n; i++)
+		zmq_close(s[i]);
+	zmq_ctx_term(ctx);
+	free(items);
+	free(out);
+	free(s);
+	return 0;
+}
+
+static int
 repeat(const char *file, long count)
 {
 	FILE *f = fopen(file, "rb");
@@ -341,13 +489,15 @@ main(int argc, char **argv)
 		return stream(argv[2], atol(argv[3]), (size_t)atol(argv[4]));
 	if (!strcmp(mode, "rr") && argc == 5)
 		return rr(argv[2], atol(argv[3]), (size_t)atol(argv[4]));
-	if (!strcmp(mode, "peers") && argc == 5)
-		return peers(argv[2], atol(argv[3]), argv[4]);
+	if (!strcmp(mode, "peers") && (argc == 5 || (argc == 6 && !strcmp(argv[5], "cat"))))
+		return peers(argv[2], atol(argv[3]), argv[4], argc == 6);
+	if (!strcmp(mode, "deal") && argc == 5)
+		return deal(argv[2], atol(argv[3]), atol(argv[4]));
 	if (!strcmp(mode, "round") && argc == 4)
 		return round_trip(argv[2], (size_t)atol(argv[3]));
 	if (!strcmp(mode, "repeat") && argc == 4)
 		return repeat(argv[2], atol(argv[3]));
-	fprintf(stderr, "usage: raw-zmq stream|rr ENDPOINT COUNT SIZE | peers ENDPOINT N FILE |\n"
-	    "       round FILE SIZE | repeat FILE COUNT\n");
+	fprintf(stderr, "usage: raw-zmq stream|rr ENDPOINT COUNT SIZE | peers ENDPOINT N FILE [cat] |\n"
+	    "       round FILE SIZE | deal FILE COUNT WINDOW | repeat FILE COUNT\n");
 	return 2;
 }
