@@ -68,6 +68,7 @@ static const struct option longopts[] = {
 struct task {
 	uint8_t *msg;		/* the request as read, filled in */
 	size_t n;
+	struct maro_dest_at dest;	/* where a peer's name goes into msg */
 	char session[128];
 	size_t peer;		/* where it is in flight, or NO_PEER */
 	int sent;		/* in by_session and owed a reply: from its first dispatch */
@@ -308,37 +309,41 @@ pick_peer(struct scatter *s)
 	return best;
 }
 
-/* Sends task i to peer p (or to its own destination when p is NO_PEER). */
+/*
+ * Sends task i to peer p (or to its own destination when p is NO_PEER).
+ * The task was encoded once, when read: a peer's name is spliced into it
+ * (maro_msg_redirect), not decoded and encoded again for every dispatch.
+ */
 static int
 dispatch(struct scatter *s, size_t i, size_t p)
 {
 	struct task *t = task_at(s, i);
-	struct maro_msg m;
-	struct maro_err err;
-	char buf[MARO_NAME_MAX + 1];
-	const char *dest = buf;
-	uint8_t *q;
+	struct maro_str session = maro_str_c(t->session);
 
-	if (maro_msg_decode(&m, t->msg, t->n, &err) < 0)
-		return -1;	/* we encoded it: cannot happen */
 	if (p != NO_PEER) {
-		m.destination = maro_str_c(s->peers[p].name);
-		dest = s->peers[p].name;
+		const char *dest = s->peers[p].name;
+		uint8_t *q = maro_outbox_begin(s->ob, dest, maro_msg_redirect_max(t->n, strlen(dest)));
+
+		if (!q)
+			return -1;	/* EAGAIN: the window to dest is full */
+		maro_outbox_commit(s->ob, maro_msg_redirect(q, t->msg, t->n, &t->dest, maro_str_c(dest)));
 	} else {
-		snprintf(buf, sizeof buf, "%.*s", (int)m.destination.n, m.destination.p);
+		struct maro_str d;
+		char buf[MARO_NAME_MAX + 1];
+
+		if (maro_msg_text(t->msg, t->n, "destination", &d) != 1)
+			return -1;	/* add_task saw it: cannot happen */
+		snprintf(buf, sizeof buf, "%.*s", (int)d.n, d.p);
+		if (maro_outbox_put(s->ob, buf, t->msg, t->n) < 0)
+			return -1;
 	}
-	/* encoded straight into the outbox */
-	q = maro_outbox_begin(s->ob, dest, maro_msg_encoded_max(&m));
-	if (!q)
-		return -1;	/* EAGAIN: the window to dest is full */
-	maro_outbox_commit(s->ob, maro_msg_encode_into(&m, q));
 	/*
 	 * only now can a reply or an ack come for it: the tasks read ahead
 	 * (up to QUEUE_MAX) stay out of these tables, which stay small
 	 */
 	if (!t->sent) {
-		if (maro_strset_put(&s->by_session, m.session_id.p, m.session_id.n, i) < 0 ||
-		    (!s->async && maro_requester_expect(&s->rq, m.session_id, 1) < 0))
+		if (maro_strset_put(&s->by_session, session.p, session.n, i) < 0 ||
+		    (!s->async && maro_requester_expect(&s->rq, session, 1) < 0))
 			maro_die(MARO_EXIT_SOFTWARE, "out of memory");
 		t->sent = 1;
 	}
@@ -355,6 +360,7 @@ add_task(struct scatter *s, const uint8_t *p, size_t n, struct maro_err *err)
 	struct maro_buf payload = { 0 };
 	struct maro_msg m;
 	char ids[2][MARO_UUID_LEN + 1];
+	struct maro_dest_at dest;
 	struct task *t;
 	int rc = -1;
 
@@ -398,11 +404,12 @@ add_task(struct scatter *s, const uint8_t *p, size_t n, struct maro_err *err)
 	m.reply_to = maro_str_c(s->async ? s->name : s->rq.name);
 	/* one block for the task and its request: 1 allocation, not 2 of odd sizes */
 	s->enc.len = 0;
-	if (maro_msg_encode(&m, &s->enc) < 0 || !(t = calloc(1, sizeof *t + s->enc.len)))
+	if (maro_msg_encode_dest(&m, &s->enc, &dest) < 0 || !(t = calloc(1, sizeof *t + s->enc.len)))
 		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
 	memcpy(t->req, s->enc.p, s->enc.len);
 	t->msg = t->req;
 	t->n = s->enc.len;
+	t->dest = dest;
 	t->peer = NO_PEER;
 	memcpy(t->session, m.session_id.p, m.session_id.n);	/* shorter than it: checked above */
 	t->session[m.session_id.n] = '\0';

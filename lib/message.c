@@ -571,8 +571,8 @@ maro_msg_encoded_max(const struct maro_msg *m)
  * Plain stores into room made once: the encoder was a sixth of a streaming
  * sender when every field reserved room for itself.
  */
-size_t
-maro_msg_encode_into(const struct maro_msg *m, uint8_t *out)
+static inline size_t
+encode_into(const struct maro_msg *m, uint8_t *out, struct maro_dest_at *d)
 {
 	struct maro_str type = { maro_session_type_name(m->type), 0 };
 	struct maro_str stage = { maro_stage_name(m->stage), 0 };
@@ -591,7 +591,11 @@ maro_msg_encode_into(const struct maro_msg *m, uint8_t *out)
 	q = put_head(out, 5, pairs);
 	q = put_text(q, KEY_TAG, m->tag);
 	q = put_text(q, KEY_SOURCE, m->source);
+	if (d)
+		d->at = (size_t)(q - out);
 	q = put_text(q, KEY_DESTINATION, m->destination);
+	if (d)
+		d->n = (size_t)(q - out) - d->at;
 	q = put_text(q, KEY_SESSION_TYPE, type);
 	q = put_text(q, KEY_SESSION_STAGE, stage);
 	q = put_text(q, KEY_SESSION_ID, m->session_id);
@@ -609,13 +613,58 @@ maro_msg_encode_into(const struct maro_msg *m, uint8_t *out)
 	return (size_t)(q - out);
 }
 
+size_t
+maro_msg_encode_into(const struct maro_msg *m, uint8_t *out)
+{
+	return encode_into(m, out, NULL);
+}
+
 int
 maro_msg_encode(const struct maro_msg *m, struct maro_buf *out)
 {
 	if (maro_buf_reserve(out, maro_msg_encoded_max(m)) < 0)
 		return -1;
-	out->len += maro_msg_encode_into(m, out->p + out->len);
+	out->len += encode_into(m, out->p + out->len, NULL);
 	return 0;
+}
+
+int
+maro_msg_encode_dest(const struct maro_msg *m, struct maro_buf *out, struct maro_dest_at *d)
+{
+	size_t start = out->len;
+
+	if (maro_buf_reserve(out, maro_msg_encoded_max(m)) < 0)
+		return -1;
+	out->len += encode_into(m, out->p + start, d);
+	return 0;
+}
+
+size_t
+maro_msg_redirect_max(size_t n, size_t dest_n)
+{
+	/* a map head one byte longer at most; the key copied as 16; a text head */
+	return n + 1 + 16 + 9 + dest_n;
+}
+
+/*
+ * Only the map's count changes (one pair more, unless the destination was
+ * there), and one pair is put in; the rest is copied as it is.
+ */
+size_t
+maro_msg_redirect(uint8_t *out, const uint8_t *p, size_t n, const struct maro_dest_at *d,
+    struct maro_str dest)
+{
+	unsigned major;
+	uint64_t pairs = 0;
+	size_t h = maro_cbor_head(p, n, &major, &pairs);
+	uint8_t *q;
+
+	q = put_head(out, 5, pairs - (d->n > 0) + 1);
+	memcpy(q, p + h, d->at - h);
+	q += d->at - h;
+	q = put_text(q, KEY_DESTINATION, dest);
+	memcpy(q, p + d->at + d->n, n - d->at - d->n);
+	return (size_t)(q - out) + n - d->at - d->n;
 }
 
 /*

@@ -102,6 +102,24 @@ int maro_msg_encode(const struct maro_msg *m, struct maro_buf *out);
 /* At most how many bytes m encodes to; then the encoding into out, which has that room: its length. */
 size_t maro_msg_encoded_max(const struct maro_msg *m);
 size_t maro_msg_encode_into(const struct maro_msg *m, uint8_t *out);
+/*
+ * Where the destination is in an encoding of ours: the offset of its pair
+ * (or of where that pair would go) and the pair's length, 0 for none.
+ */
+struct maro_dest_at {
+	size_t at, n;
+};
+/* maro_msg_encode, also saying where the destination is. */
+int maro_msg_encode_dest(const struct maro_msg *m, struct maro_buf *out, struct maro_dest_at *d);
+/*
+ * The message encoded at p (n bytes, by maro_msg_encode_dest, which gave
+ * d), with destination dest instead, written to out: its length.  The same
+ * bytes as encoding it again with that destination, without a decode.
+ * out has maro_msg_redirect_max bytes of room.
+ */
+size_t maro_msg_redirect_max(size_t n, size_t dest_n);
+size_t maro_msg_redirect(uint8_t *out, const uint8_t *p, size_t n, const struct maro_dest_at *d,
+    struct maro_str dest);
 
 /*
  * Fills what a sender must: message_id (fresh UUID) if absent, session_id

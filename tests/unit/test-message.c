@@ -1,4 +1,5 @@
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -255,6 +256,68 @@ test_format(void)
 	}
 }
 
+/* One redirect of the message at p (n bytes) to dest: the bytes an encoding with that destination gives. */
+static int
+redirect_same(const uint8_t *p, size_t n, const char *dest)
+{
+	struct maro_buf enc = { 0 }, want = { 0 };
+	struct maro_dest_at at;
+	struct maro_err err;
+	struct maro_msg m;
+	uint8_t *out;
+	size_t len;
+	int same;
+
+	if (maro_msg_decode(&m, p, n, &err) < 0 || maro_msg_encode_dest(&m, &enc, &at) < 0)
+		return 0;
+	m.destination = maro_str_c(dest);
+	if (maro_msg_encode(&m, &want) < 0 ||
+	    !(out = malloc(maro_msg_redirect_max(enc.len, strlen(dest)))))
+		return 0;
+	len = maro_msg_redirect(out, enc.p, enc.len, &at, maro_str_c(dest));
+	same = len == want.len && len <= maro_msg_redirect_max(enc.len, strlen(dest)) &&
+	    memcmp(out, want.p, len) == 0 && maro_msg_decode(&m, out, len, &err) == 0 &&
+	    maro_str_eq(m.destination, dest);
+	free(out);
+	maro_buf_free(&enc);
+	maro_buf_free(&want);
+	return same;
+}
+
+/* maro_msg_redirect: a destination put in, or put in place of another. */
+static void
+test_redirect(void)
+{
+	static const struct { const char *p; size_t n; } cases[] = {
+		{ "\xa1\x63tag\x61x", 7 },
+		{ "\xa4\x63tag\x61x\x6b" "destination\x62w1\x66source\x61m\x67payload\x01", 40 },
+		{ "\xa3\x63tag\x61x\x61k\x82\x01\x02\x6asession_id\x62s1", 26 },
+	};
+	char longname[300];
+	uint8_t many[256];
+	size_t i, n;
+
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		CHECK(redirect_same((const uint8_t *)cases[i].p, cases[i].n, "worker.7"));
+		CHECK(redirect_same((const uint8_t *)cases[i].p, cases[i].n, ""));
+	}
+	/* 23 pairs, none a destination: the map's head grows a byte */
+	n = 0;
+	many[n++] = 0xb7;
+	memcpy(many + n, "\x63tag\x61x", 6);
+	n += 6;
+	for (i = 0; i < 22; i++) {
+		many[n++] = 0x61;
+		many[n++] = (uint8_t)('a' + i);
+		many[n++] = (uint8_t)i;
+	}
+	CHECK(redirect_same(many, n, "worker.7"));
+	memset(longname, 'w', sizeof longname - 1);
+	longname[sizeof longname - 1] = '\0';
+	CHECK(redirect_same(many, n, longname));
+	CHECK(redirect_same((const uint8_t *)cases[1].p, cases[1].n, longname));
+}
+
 void
 test_message(void)
 {
@@ -265,4 +328,5 @@ test_message(void)
 	test_rebase();
 	test_text();
 	test_format();
+	test_redirect();
 }
