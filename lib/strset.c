@@ -59,6 +59,15 @@ find(const struct maro_strset *s, const char *key, size_t len)
 	return find_h(s, key, len, maro_hash64(key, len));
 }
 
+/* Frees e's key if it has a copy of its own; the slot is empty after. */
+static void
+drop_key(struct maro_strset_slot *e)
+{
+	if (e->key != e->inl)
+		free(e->key);
+	e->key = NULL;
+}
+
 /*
  * Rehashes without the tombstones: into a table twice the size when live
  * keys fill a quarter of it, else into one of the same size (a set that
@@ -82,11 +91,15 @@ grow(struct maro_strset *s)
 		struct maro_strset_slot *e = &old.slots[i];
 
 		if (e->key && e->count) {
-			s->slots[find_h(s, e->key, e->len, e->hash)] = *e;
+			struct maro_strset_slot *to = &s->slots[find_h(s, e->key, e->len, e->hash)];
+
+			*to = *e;
+			if (e->key == e->inl)
+				to->key = to->inl;
 			s->used++;
 			s->filled++;
 		} else {
-			free(e->key);
+			drop_key(e);
 		}
 	}
 	free(old.slots);
@@ -114,12 +127,14 @@ slot_for(struct maro_strset *s, const char *key, size_t len, int *fresh)
 		return e;
 	}
 	if (e->key)
-		free(e->key);	/* a tombstone being reused */
+		drop_key(e);	/* a tombstone being reused */
 	else
 		s->filled++;
-	e->key = malloc(len + 1);
-	if (!e->key)
-		return NULL;	/* the slot is left empty */
+	e->key = len < sizeof e->inl ? e->inl : malloc(len + 1);
+	if (!e->key) {
+		s->filled--;	/* the slot is left empty */
+		return NULL;
+	}
 	memcpy(e->key, key, len);
 	e->key[len] = '\0';
 	e->len = len;
@@ -190,8 +205,21 @@ maro_strset_take(struct maro_strset *s, const char *key, size_t len)
 	e = &s->slots[find(s, key, len)];
 	if (!e->key || e->len != len || memcmp(e->key, key, len) != 0 || e->count == 0)
 		return 0;
-	if (--e->count == 0)
+	if (--e->count == 0) {
+		size_t i = (size_t)(e - s->slots);
+
 		s->used--;
+		/*
+		 * At the end of its probe chain a tombstone guards nothing: empty
+		 * it, and the tombstones just before it.  Removals then seldom
+		 * leave any, and the table is seldom rebuilt.  No key moves.
+		 */
+		while (!s->slots[(i + 1) & (s->cap - 1)].key && s->slots[i].key && !s->slots[i].count) {
+			drop_key(&s->slots[i]);
+			s->filled--;
+			i = (i - 1) & (s->cap - 1);
+		}
+	}
 	return 1;
 }
 
@@ -212,7 +240,7 @@ maro_strset_free(struct maro_strset *s)
 	size_t i;
 
 	for (i = 0; i < s->cap; i++)
-		free(s->slots[i].key);
+		drop_key(&s->slots[i]);
 	free(s->slots);
 	memset(s, 0, sizeof *s);
 }

@@ -8,12 +8,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* keys shorter than this (a UUID is 36 bytes) live in their slot: no allocation */
+#define MARO_STRSET_INLINE 40
+
 struct maro_strset_slot {
-	char *key;
+	char *key;		/* inl, or a copy of its own; NULL: an empty slot */
 	size_t len;
 	uint64_t hash;
-	unsigned count;
+	unsigned count;		/* 0: removed, a tombstone that keeps probe chains whole */
 	uint64_t value;		/* the caller's, set by maro_strset_put */
+	char inl[MARO_STRSET_INLINE];
 };
 
 struct maro_strset {

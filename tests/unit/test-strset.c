@@ -52,5 +52,30 @@ test_strset(void)
 		ok = maro_strset_count(&s, key, strlen(key)) == 1;
 	}
 	CHECK(ok);
+	/* all taken: no tombstone is left behind, every slot is empty again */
+	for (i = 999900; i < 1000000; i++) {
+		snprintf(key, sizeof key, "session-%d", i);
+		maro_strset_take(&s, key, strlen(key));
+	}
+	CHECK(s.used == 0 && s.filled == 0);
+	maro_strset_free(&s);
+
+	/* keys too long for a slot have copies of their own; they survive rebuilds */
+	memset(&s, 0, sizeof s);
+	memset(key, 'k', sizeof key);
+	for (i = 0; i < 500; i++) {
+		snprintf(key + MARO_STRSET_INLINE, 16, "%d", i);
+		if (maro_strset_put(&s, key, strlen(key), (uint64_t)i) < 0)
+			ok = 0;
+		snprintf(key + MARO_STRSET_INLINE, 16, "%d", i / 2);
+		if (i % 2 && maro_strset_take(&s, key, strlen(key)) != 1)
+			ok = 0;
+	}
+	CHECK(ok && s.used == 250);
+	for (i = 0; i < 500 && ok; i++) {
+		snprintf(key + MARO_STRSET_INLINE, 16, "%d", i);
+		ok = maro_strset_get(&s, key, strlen(key), &v) == (i >= 250) && (i < 250 || v == (uint64_t)i);
+	}
+	CHECK(ok);
 	maro_strset_free(&s);
 }
