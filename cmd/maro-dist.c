@@ -58,6 +58,7 @@ struct handler {
 		size_t n;
 		uint32_t peer;
 		uint64_t seq;
+		uint64_t idh;		/* its message_id's hash: ids and the inbox's filter */
 		struct maro_msg msg;	/* decoded from p once */
 	} *wait;		/* wait[wfirst..nwait): answered from the front, no memmove per task */
 	size_t wfirst, nwait, waitcap;
@@ -72,6 +73,7 @@ struct held {
 	uint32_t peer;
 	uint64_t seq;
 	uint64_t serial;	/* in arrival order: held[] is sorted by it */
+	uint64_t idh;		/* msg.message_id's hash (maro_inbox_id_hash), hashed once */
 	struct maro_msg msg;
 };
 
@@ -398,6 +400,7 @@ co_feed(struct dist *d, struct handler *h, const unsigned char *take)
 		h->wait[h->nwait].n = m->n;
 		h->wait[h->nwait].peer = m->peer;
 		h->wait[h->nwait].seq = m->seq;
+		h->wait[h->nwait].idh = m->idh;
 		/* its spans point into p, which moves along; the extras it has, not 32 */
 		memcpy(&h->wait[h->nwait].msg, &m->msg, offsetof(struct maro_msg, extra));
 		memcpy(h->wait[h->nwait].msg.extra, m->msg.extra, m->msg.nextra * sizeof m->msg.extra[0]);
@@ -421,11 +424,11 @@ co_answered(struct dist *d, struct handler *h, size_t k, int sent)
 
 	/* only its id is needed: no copy of the message per task */
 	if (sent && m->reply_to.p && m->reply_to.n > 1 && m->reply_to.p[0] == '~')
-		maro_inbox_settled(d->ib, m->message_id);
+		maro_inbox_settled_hash(d->ib, h->wait[k].idh);
 	else if (sent)
 		ack(d, h->wait[k].peer, h->wait[k].seq, m);
 	if (m->message_id.p)
-		maro_strset_take(&d->ids, m->message_id.p, m->message_id.n);
+		maro_strset_take_h(&d->ids, m->message_id.p, m->message_id.n, h->wait[k].idh);
 	free(h->wait[k].p);
 	if (k == h->wfirst)
 		h->wfirst++;
@@ -525,10 +528,11 @@ static void
 hold(struct dist *d, const struct maro_delivery *dl)
 {
 	struct held *h;
-	uint64_t at;
+	uint64_t at, idh = !dl->msg.message_id.p ? 0 :
+	    dl->id_hash ? dl->id_hash : maro_inbox_id_hash(dl->msg.message_id);
 
 	/* a resent copy of a message held, or with a coprocess: not new work */
-	if (dl->msg.message_id.p && maro_strset_get(&d->ids, dl->msg.message_id.p, dl->msg.message_id.n, &at)) {
+	if (idh && maro_strset_get_h(&d->ids, dl->msg.message_id.p, dl->msg.message_id.n, idh, &at)) {
 		struct held *o = at != WAITING ? held_find(d, at) : NULL;
 
 		if (o) {
@@ -563,9 +567,10 @@ hold(struct dist *d, const struct maro_delivery *dl)
 	h->peer = dl->peer;
 	h->seq = dl->seq;
 	h->serial = d->serial++;
+	h->idh = idh;
 	maro_msg_rebase(&h->msg, &dl->msg, dl->p, h->p);	/* decoded once, by the inbox */
 	if (h->msg.message_id.p &&
-	    maro_strset_put(&d->ids, h->msg.message_id.p, h->msg.message_id.n, h->serial) < 0)
+	    maro_strset_put_h(&d->ids, h->msg.message_id.p, h->msg.message_id.n, idh, h->serial) < 0)
 		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
 	d->nheld++;
 }
@@ -583,8 +588,8 @@ release(struct dist *d, const unsigned char *take)
 
 			/* with a coprocess now (p is the pending list's): kept, as WAITING */
 			if (id.p && d->held[i].p)
-				maro_strset_take(&d->ids, id.p, id.n);
-			else if (id.p && maro_strset_put(&d->ids, id.p, id.n, WAITING) < 0)
+				maro_strset_take_h(&d->ids, id.p, id.n, d->held[i].idh);
+			else if (id.p && maro_strset_put_h(&d->ids, id.p, id.n, d->held[i].idh, WAITING) < 0)
 				maro_die(MARO_EXIT_SOFTWARE, "out of memory");
 			free(d->held[i].p);
 			continue;

@@ -500,6 +500,19 @@ maro_inbox_settled(struct maro_inbox *ib, struct maro_str message_id)
 		dedup_add(ib, hash_id(message_id));
 }
 
+void
+maro_inbox_settled_hash(struct maro_inbox *ib, uint64_t id_hash)
+{
+	if (id_hash)
+		dedup_add(ib, id_hash);
+}
+
+uint64_t
+maro_inbox_id_hash(struct maro_str message_id)
+{
+	return hash_id(message_id);
+}
+
 int
 maro_inbox_done(struct maro_inbox *ib, const struct maro_delivery *d)
 {

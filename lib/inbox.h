@@ -59,6 +59,10 @@ int maro_inbox_done(struct maro_inbox *ib, const struct maro_delivery *d);
  * the reply is one (a resend of it is acknowledged as a duplicate).
  */
 void maro_inbox_settled(struct maro_inbox *ib, struct maro_str message_id);
+/* The same by the id's hash (a delivery's id_hash, or maro_inbox_id_hash). */
+void maro_inbox_settled_hash(struct maro_inbox *ib, uint64_t id_hash);
+/* The hash the inbox keeps of a message_id: never 0. */
+uint64_t maro_inbox_id_hash(struct maro_str message_id);
 /* Sends every queued acknowledgement.  Call after the output was flushed. */
 int maro_inbox_flush(struct maro_inbox *ib);
 /*

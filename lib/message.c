@@ -92,8 +92,13 @@ utf8_valid(const uint8_t *s, size_t n)
 				continue;
 			}
 		} else {
-			w = 0;
-			memcpy(&w, s + i, n - i);
+			/* the tail: the last eight bytes when there are so many (no call) */
+			if (n >= 8) {
+				memcpy(&w, s + n - 8, 8);
+			} else {
+				w = 0;
+				memcpy(&w, s + i, n - i);
+			}
 			if (!(w & 0x8080808080808080ull))
 				return 1;
 		}

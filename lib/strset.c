@@ -23,8 +23,13 @@ maro_hash64(const void *p, size_t n)
 		h ^= h >> 31;
 	}
 	if (i < n) {
-		w = 0;
-		memcpy(&w, b + i, n - i);
+		/* the last word, overlapping the one before it: a load of fixed size, not a call */
+		if (n >= 8) {
+			memcpy(&w, b + n - 8, 8);
+		} else {
+			w = 0;
+			memcpy(&w, b + i, n - i);
+		}
 		h = (h ^ w) * 0xbf58476d1ce4e5b9ull;
 	}
 	h ^= h >> 33;
@@ -108,14 +113,12 @@ grow(struct maro_strset *s)
 
 /* The slot holding key (*fresh: it was absent, now present with count 1).  NULL on ENOMEM. */
 static struct maro_strset_slot *
-slot_for(struct maro_strset *s, const char *key, size_t len, int *fresh)
+slot_for(struct maro_strset *s, const char *key, size_t len, uint64_t h, int *fresh)
 {
 	struct maro_strset_slot *e;
-	uint64_t h;
 
 	if ((s->filled + 1) * 2 > s->cap && grow(s) < 0)
 		return NULL;
-	h = maro_hash64(key, len);
 	e = &s->slots[find_h(s, key, len, h)];
 	*fresh = 0;
 	if (e->key && e->len == len && memcmp(e->key, key, len) == 0) {
@@ -149,7 +152,7 @@ int
 maro_strset_add(struct maro_strset *s, const char *key, size_t len)
 {
 	int fresh;
-	struct maro_strset_slot *e = slot_for(s, key, len, &fresh);
+	struct maro_strset_slot *e = slot_for(s, key, len, maro_hash64(key, len), &fresh);
 
 	if (!e)
 		return -1;
@@ -161,8 +164,14 @@ maro_strset_add(struct maro_strset *s, const char *key, size_t len)
 int
 maro_strset_put(struct maro_strset *s, const char *key, size_t len, uint64_t value)
 {
+	return maro_strset_put_h(s, key, len, maro_hash64(key, len), value);
+}
+
+int
+maro_strset_put_h(struct maro_strset *s, const char *key, size_t len, uint64_t h, uint64_t value)
+{
 	int fresh;
-	struct maro_strset_slot *e = slot_for(s, key, len, &fresh);
+	struct maro_strset_slot *e = slot_for(s, key, len, h, &fresh);
 
 	if (!e)
 		return -1;
@@ -173,11 +182,17 @@ maro_strset_put(struct maro_strset *s, const char *key, size_t len, uint64_t val
 int
 maro_strset_get(const struct maro_strset *s, const char *key, size_t len, uint64_t *value)
 {
+	return maro_strset_get_h(s, key, len, maro_hash64(key, len), value);
+}
+
+int
+maro_strset_get_h(const struct maro_strset *s, const char *key, size_t len, uint64_t h, uint64_t *value)
+{
 	const struct maro_strset_slot *e;
 
 	if (!s->cap)
 		return 0;
-	e = &s->slots[find(s, key, len)];
+	e = &s->slots[find_h(s, key, len, h)];
 	if (!e->key || e->len != len || memcmp(e->key, key, len) != 0 || !e->count)
 		return 0;
 	*value = e->value;
@@ -198,11 +213,17 @@ maro_strset_count(const struct maro_strset *s, const char *key, size_t len)
 int
 maro_strset_take(struct maro_strset *s, const char *key, size_t len)
 {
+	return maro_strset_take_h(s, key, len, maro_hash64(key, len));
+}
+
+int
+maro_strset_take_h(struct maro_strset *s, const char *key, size_t len, uint64_t h)
+{
 	struct maro_strset_slot *e;
 
 	if (!s->cap)
 		return 0;
-	e = &s->slots[find(s, key, len)];
+	e = &s->slots[find_h(s, key, len, h)];
 	if (!e->key || e->len != len || memcmp(e->key, key, len) != 0 || e->count == 0)
 		return 0;
 	if (--e->count == 0) {

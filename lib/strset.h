@@ -37,6 +37,14 @@ int maro_strset_get(const struct maro_strset *s, const char *key, size_t len, ui
 unsigned maro_strset_count(const struct maro_strset *s, const char *key, size_t len);
 /* Takes one from key's count, removing it at 0.  1 if it was present, else 0. */
 int maro_strset_take(struct maro_strset *s, const char *key, size_t len);
+/*
+ * put, get and take with the key's hash already known (h): a key looked up
+ * many times is hashed once.  h must be what maro_hash64 gives for it, or
+ * the same other value in every call for that key.
+ */
+int maro_strset_put_h(struct maro_strset *s, const char *key, size_t len, uint64_t h, uint64_t value);
+int maro_strset_get_h(const struct maro_strset *s, const char *key, size_t len, uint64_t h, uint64_t *value);
+int maro_strset_take_h(struct maro_strset *s, const char *key, size_t len, uint64_t h);
 /* Calls fn for each key present (count > 0). */
 void maro_strset_foreach(const struct maro_strset *s,
     void (*fn)(void *arg, const char *key, size_t len, unsigned count), void *arg);

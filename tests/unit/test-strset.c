@@ -25,6 +25,13 @@ test_strset(void)
 	CHECK(maro_strset_get(&s, "b", 1, &v) == 0);
 	CHECK(maro_strset_put(&s, "b", 1, 9) == 0 && maro_strset_get(&s, "b", 1, &v) == 1 && v == 9);
 	CHECK(maro_strset_count(&s, "b", 1) == 1);
+	/* with the hash given: the same table as without it */
+	CHECK(maro_strset_put_h(&s, "c", 1, maro_hash64("c", 1), 5) == 0 &&
+	    maro_strset_get(&s, "c", 1, &v) == 1 && v == 5);
+	CHECK(maro_strset_put(&s, "d", 1, 6) == 0 &&
+	    maro_strset_get_h(&s, "d", 1, maro_hash64("d", 1), &v) == 1 && v == 6);
+	CHECK(maro_strset_take_h(&s, "c", 1, maro_hash64("c", 1)) == 1 && maro_strset_get(&s, "c", 1, &v) == 0);
+	CHECK(maro_strset_take_h(&s, "d", 1, maro_hash64("d", 1)) == 1 && maro_strset_count(&s, "d", 1) == 0);
 	/* the hash takes the length: trailing NULs count */
 	CHECK(maro_hash64("a", 1) != maro_hash64("a\0", 2) && maro_hash64("", 0) != maro_hash64("\0", 1));
 	/* keys that differ only after a NUL, and the empty key */
