@@ -5,6 +5,7 @@
 
 #include "cli.h"
 #include "outbox.h"
+#include "strset.h"
 
 #define BATCH_BYTES (64 * 1024)
 #define LOOKUP_AGAIN_US 100000
@@ -96,6 +97,7 @@ struct maro_outbox {
 	void *fail_arg;
 	struct dest **dests;
 	size_t ndests;
+	struct maro_strset by_name;	/* a dest's name -> its index in dests */
 	struct dest *last;
 	struct dest *open;	/* between maro_outbox_begin and commit */
 	uint64_t acked, resent;
@@ -159,8 +161,12 @@ dest_remove(struct maro_outbox *ob, size_t i)
 
 	if (ob->last == d)
 		ob->last = NULL;
+	maro_strset_take(&ob->by_name, d->name, strlen(d->name));
 	dest_free(ob, d);
 	ob->dests[i] = ob->dests[--ob->ndests];
+	/* the one moved into its place: a key present already, so no allocation can fail */
+	if (i < ob->ndests)
+		maro_strset_put(&ob->by_name, ob->dests[i]->name, strlen(ob->dests[i]->name), i);
 }
 
 void
@@ -173,6 +179,7 @@ maro_outbox_free(struct maro_outbox *ob)
 	for (i = 0; i < ob->ndests; i++)
 		dest_free(ob, ob->dests[i]);
 	free(ob->dests);
+	maro_strset_free(&ob->by_name);
 	free(ob);
 }
 
@@ -180,13 +187,15 @@ static struct dest *
 dest_get(struct maro_outbox *ob, const char *name, int create)
 {
 	struct dest *d, **v;
-	size_t i, cap;
+	size_t cap, len;
+	uint64_t i;
 
 	if (ob->last && !strcmp(ob->last->name, name))
 		return ob->last;
-	for (i = 0; i < ob->ndests; i++)
-		if (!strcmp(ob->dests[i]->name, name))
-			return ob->last = ob->dests[i];
+	/* by a table, not a comparison with each: a scatter to hundreds of peers */
+	len = strlen(name);
+	if (maro_strset_get(&ob->by_name, name, len, &i))
+		return ob->last = ob->dests[i];
 	if (!create)
 		return NULL;
 	if (!maro_name_valid(name)) {
@@ -204,6 +213,8 @@ dest_get(struct maro_outbox *ob, const char *name, int create)
 	if (!v)
 		goto nomem;
 	ob->dests = v;
+	if (maro_strset_put(&ob->by_name, name, len, ob->ndests) < 0)
+		goto nomem;
 	snprintf(d->name, sizeof d->name, "%s", name);
 	d->mask = cap - 1;
 	d->head = d->next = d->tail = 1;

@@ -291,3 +291,37 @@ start_collector() {
 	assert_success
 	assert_output 6
 }
+
+@test "a requester still gets its replies after another's socket closed and a third one came" {
+	bg 60 maro-dist -n worker.1 --raw --co '*:echo:1' cat
+	run maro-peers -e worker=1 -W 10s -q
+	assert_success
+	dist=$(child_pid "$BG_PID" maro-dist)
+	fds() { ls "/proc/$dist/fd" | wc -l; }
+	# A comes and goes: the first socket of the worker's table
+	run timeout 20 sh -c "echo a | maro-scatter -P worker -t echo -W 15s -f payload"
+	assert_success
+	assert_output a
+	# B stays, fed a task at a time: the second
+	mkfifo feed
+	bg 60 sh -c 'maro-scatter -P worker -t echo -W 50s -f payload < feed > b.out'
+	b=$BG_PID
+	exec 5> feed
+	echo b1 >&5
+	wait_until 20 has_lines b.out 1
+	both=$(fds)
+	# A's socket idles out and closes (5 s) while B keeps busy: B's moves into its place
+	n=1
+	a_closed() { n=$((n + 1)); echo "b$n" >&5; [ "$(fds)" -lt "$both" ]; }
+	wait_until 20 a_closed
+	# C: a new socket, in the place B's had; its reply and B's must not cross
+	run timeout 20 sh -c "echo c | maro-scatter -P worker -t echo -W 15s -f payload"
+	assert_success
+	assert_output c
+	echo last >&5
+	exec 5>&-
+	wait_exit "$b" 30
+	[ "$status" -eq 0 ]
+	[ "$(tail -n 1 b.out)" = last ]
+	[ "$(wc -l < b.out)" -eq $((n + 1)) ]
+}
