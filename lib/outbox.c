@@ -164,7 +164,7 @@ dest_remove(struct maro_outbox *ob, size_t i)
 	maro_strset_take(&ob->by_name, d->name, strlen(d->name));
 	dest_free(ob, d);
 	ob->dests[i] = ob->dests[--ob->ndests];
-	/* the one moved into its place: a key present already, so no allocation can fail */
+	/* the one moved into its place: a present key, which put cannot fail to update */
 	if (i < ob->ndests)
 		maro_strset_put(&ob->by_name, ob->dests[i]->name, strlen(ob->dests[i]->name), i);
 }

@@ -115,11 +115,15 @@ grow(struct maro_strset *s)
 static struct maro_strset_slot *
 slot_for(struct maro_strset *s, const char *key, size_t len, uint64_t h, int *fresh)
 {
-	struct maro_strset_slot *e;
+	struct maro_strset_slot *e = s->cap ? &s->slots[find_h(s, key, len, h)] : NULL;
 
-	if ((s->filled + 1) * 2 > s->cap && grow(s) < 0)
-		return NULL;
-	e = &s->slots[find_h(s, key, len, h)];
+	/* only a key not there may need room: one present is found without allocating */
+	if ((!e || !e->key || e->len != len || memcmp(e->key, key, len) != 0) &&
+	    (s->filled + 1) * 2 > s->cap) {
+		if (grow(s) < 0)
+			return NULL;
+		e = &s->slots[find_h(s, key, len, h)];
+	}
 	*fresh = 0;
 	if (e->key && e->len == len && memcmp(e->key, key, len) == 0) {
 		if (e->count == 0) {

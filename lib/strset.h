@@ -29,7 +29,7 @@ struct maro_strset {
 
 /* Adds one to key's count (inserting it with 1).  0, or -1 ENOMEM. */
 int maro_strset_add(struct maro_strset *s, const char *key, size_t len);
-/* Adds key (count 1) with a value, or sets the value of a present key.  0 or -1. */
+/* Adds key (count 1) with a value, or sets the value of a present key (which never fails).  0 or -1. */
 int maro_strset_put(struct maro_strset *s, const char *key, size_t len, uint64_t value);
 /* 1 with *value when key is present, else 0. */
 int maro_strset_get(const struct maro_strset *s, const char *key, size_t len, uint64_t *value);
