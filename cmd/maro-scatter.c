@@ -323,10 +323,13 @@ dispatch(struct scatter *s, size_t i, size_t p)
 	if (p != NO_PEER) {
 		const char *dest = s->peers[p].name;
 		uint8_t *q = maro_outbox_begin(s->ob, dest, maro_msg_redirect_max(t->n, strlen(dest)));
+		size_t n;
 
 		if (!q)
 			return -1;	/* EAGAIN: the window to dest is full */
-		maro_outbox_commit(s->ob, maro_msg_redirect(q, t->msg, t->n, &t->dest, maro_str_c(dest)));
+		n = maro_msg_redirect(q, t->msg, t->n, &t->dest, maro_str_c(dest));
+		/* the session_id, after the destination, moved by the change in length: settle needs no search */
+		maro_outbox_commit_sid(s->ob, n, t->dest.sid + n - t->n, t->dest.sid_n);
 	} else {
 		struct maro_str d;
 		char buf[MARO_NAME_MAX + 1];

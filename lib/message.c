@@ -604,6 +604,10 @@ encode_into(const struct maro_msg *m, uint8_t *out, struct maro_dest_at *d)
 	q = put_text(q, KEY_SESSION_TYPE, type);
 	q = put_text(q, KEY_SESSION_STAGE, stage);
 	q = put_text(q, KEY_SESSION_ID, m->session_id);
+	if (d) {
+		d->sid_n = m->session_id.p ? m->session_id.n : 0;
+		d->sid = (size_t)(q - out) - d->sid_n;
+	}
 	q = put_text(q, KEY_MESSAGE_ID, m->message_id);
 	q = put_text(q, KEY_REPLY_TO, m->reply_to);
 	if (m->payload.p) {

@@ -104,10 +104,12 @@ size_t maro_msg_encoded_max(const struct maro_msg *m);
 size_t maro_msg_encode_into(const struct maro_msg *m, uint8_t *out);
 /*
  * Where the destination is in an encoding of ours: the offset of its pair
- * (or of where that pair would go) and the pair's length, 0 for none.
+ * (or of where that pair would go) and the pair's length, 0 for none; and
+ * where the session_id's text is (sid_n 0: none).
  */
 struct maro_dest_at {
 	size_t at, n;
+	size_t sid, sid_n;
 };
 /* maro_msg_encode, also saying where the destination is. */
 int maro_msg_encode_dest(const struct maro_msg *m, struct maro_buf *out, struct maro_dest_at *d);
@@ -115,7 +117,8 @@ int maro_msg_encode_dest(const struct maro_msg *m, struct maro_buf *out, struct 
  * The message encoded at p (n bytes, by maro_msg_encode_dest, which gave
  * d), with destination dest instead, written to out: its length.  The same
  * bytes as encoding it again with that destination, without a decode.
- * out has maro_msg_redirect_max bytes of room.
+ * out has maro_msg_redirect_max bytes of room.  What follows the
+ * destination (the session_id among it) moves by the difference in length.
  */
 size_t maro_msg_redirect_max(size_t n, size_t dest_n);
 size_t maro_msg_redirect(uint8_t *out, const uint8_t *p, size_t n, const struct maro_dest_at *d,

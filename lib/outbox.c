@@ -317,6 +317,18 @@ maro_outbox_commit(struct maro_outbox *ob, size_t n)
 	ob->open = NULL;
 }
 
+void
+maro_outbox_commit_sid(struct maro_outbox *ob, size_t n, size_t sid_off, size_t sid_n)
+{
+	struct dest *d = ob->open;
+	struct entry *e = &d->ring[d->tail & d->mask];
+
+	maro_outbox_commit(ob, n);
+	e->sid_known = 2;
+	e->sid_off = (uint32_t)sid_off;
+	e->sid_n = (uint32_t)sid_n;
+}
+
 int
 maro_outbox_put(struct maro_outbox *ob, const char *name, const uint8_t *p, size_t n)
 {

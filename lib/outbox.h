@@ -48,6 +48,8 @@ int maro_outbox_put(struct maro_outbox *ob, const char *dest, const uint8_t *p, 
  */
 uint8_t *maro_outbox_begin(struct maro_outbox *ob, const char *dest, size_t n);
 void maro_outbox_commit(struct maro_outbox *ob, size_t n);
+/* The same for a message with a session_id, saying where its text is (offset, length): maro_outbox_settle looks no more. */
+void maro_outbox_commit_sid(struct maro_outbox *ob, size_t n, size_t sid_off, size_t sid_n);
 /*
  * Gives up on every message queued for dest (its peer died and its work
  * goes elsewhere): they are freed without callbacks.  Returns how many.

@@ -278,6 +278,12 @@ redirect_same(const uint8_t *p, size_t n, const char *dest)
 	same = len == want.len && len <= maro_msg_redirect_max(enc.len, strlen(dest)) &&
 	    memcmp(out, want.p, len) == 0 && maro_msg_decode(&m, out, len, &err) == 0 &&
 	    maro_str_eq(m.destination, dest);
+	/* the session_id where at says, moved by the change in length */
+	if (same && m.session_id.p)
+		same = at.sid_n == m.session_id.n &&
+		    (const uint8_t *)m.session_id.p == out + at.sid + len - enc.len;
+	else if (same)
+		same = at.sid_n == 0;
 	free(out);
 	maro_buf_free(&enc);
 	maro_buf_free(&want);
