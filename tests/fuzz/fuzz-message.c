@@ -7,7 +7,8 @@
  * decode to the same fields and encode to the same bytes.  The one-pass
  * decoder for untrusted bytes must agree with the two passes.  The look-up
  * of one key (maro_msg_text) stays inside any bytes, and in a message
- * encoded here finds what the decoder finds.
+ * encoded here finds what the decoder finds; a destination spliced into
+ * it (maro_msg_redirect) gives the bytes of a fresh encoding.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -152,6 +153,31 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				REQUIRE(same_str(t, *f[i]));
 			}
 		}
+	}
+
+	/* a peer's name spliced in gives the bytes of encoding it with that destination */
+	{
+		struct maro_buf enc = { 0 }, want = { 0 };
+		struct maro_dest_at at;
+		struct maro_msg m3 = m2;
+		uint8_t *red;
+		size_t len;
+
+		REQUIRE(maro_msg_encode_dest(&m2, &enc, &at) == 0);
+		REQUIRE(enc.len == out.len && !memcmp(enc.p, out.p, out.len));
+		m3.destination = maro_str_c("fuzz.peer");
+		REQUIRE(maro_msg_encode(&m3, &want) == 0);
+		red = malloc(maro_msg_redirect_max(enc.len, 9));
+		REQUIRE(red);
+		len = maro_msg_redirect(red, enc.p, enc.len, &at, m3.destination);
+		REQUIRE(len == want.len && len <= maro_msg_redirect_max(enc.len, 9) && !memcmp(red, want.p, len));
+		/* where the session_id is said to be, moved by the change in length */
+		REQUIRE(at.sid_n == (m2.session_id.p ? m2.session_id.n : 0));
+		if (m2.session_id.p)
+			REQUIRE(!memcmp(red + at.sid + len - enc.len, m2.session_id.p, at.sid_n));
+		free(red);
+		maro_buf_free(&enc);
+		maro_buf_free(&want);
 	}
 
 	/* a reply made from it is a message too */
