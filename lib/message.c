@@ -631,20 +631,15 @@ maro_msg_encode_into(const struct maro_msg *m, uint8_t *out)
 int
 maro_msg_encode(const struct maro_msg *m, struct maro_buf *out)
 {
-	if (maro_buf_reserve(out, maro_msg_encoded_max(m)) < 0)
-		return -1;
-	out->len += encode_into(m, out->p + out->len, NULL);
-	return 0;
+	return maro_msg_encode_dest(m, out, NULL);
 }
 
 int
 maro_msg_encode_dest(const struct maro_msg *m, struct maro_buf *out, struct maro_dest_at *d)
 {
-	size_t start = out->len;
-
 	if (maro_buf_reserve(out, maro_msg_encoded_max(m)) < 0)
 		return -1;
-	out->len += encode_into(m, out->p + start, d);
+	out->len += encode_into(m, out->p + out->len, d);
 	return 0;
 }
 

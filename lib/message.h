@@ -111,7 +111,7 @@ struct maro_dest_at {
 	size_t at, n;
 	size_t sid, sid_n;
 };
-/* maro_msg_encode, also saying where the destination is. */
+/* maro_msg_encode, also saying where the destination is (d may be NULL). */
 int maro_msg_encode_dest(const struct maro_msg *m, struct maro_buf *out, struct maro_dest_at *d);
 /*
  * The message encoded at p (n bytes, by maro_msg_encode_dest, which gave

@@ -32,6 +32,15 @@ gated_worker() {
 	dist=$BG_PID
 }
 
+# echo_worker: maro-dist worker.1 answering through a cat coprocess, once
+# it is live; $dist is the maro-dist process itself, fds counts its descriptors
+echo_worker() {
+	bg 60 maro-dist -n worker.1 --raw --co '*:echo:1' cat
+	maro-peers -e worker=1 -W 10s -q || { echo "worker.1 did not join" >&2; return 1; }
+	dist=$(child_pid "$BG_PID" maro-dist)
+}
+fds() { ls "/proc/$dist/fd" | wc -l; }
+
 # start_collector: a receiver named collector, payloads in "got"; $collector is its pid
 start_collector() {
 	bg 60 maro-recv -n collector -f payload > got
@@ -137,9 +146,7 @@ start_collector() {
 }
 
 @test "an answered task is settled by its reply: no acknowledgement, no resend, every task answered once" {
-	bg 60 maro-dist -n worker.1 --raw --co '*:echo:1' cat
-	run maro-peers -e worker=1 -W 10s -q
-	assert_success
+	echo_worker
 	# the worker sends no ack for these: were the reply not to settle a task,
 	# an outbox window of 8 would fill, and wait a second to send them again
 	run timeout 30 sh -c 'seq 300 | MARO_WINDOW=8 maro-scatter -P worker -t echo --window 4 -v -W 20s -f payload 2> err | sort -n'
@@ -269,11 +276,7 @@ start_collector() {
 }
 
 @test "the socket to a finished requester's reply inbox is closed once idle: no descriptor kept per requester" {
-	bg 60 maro-dist -n worker.1 --raw --co '*:echo:1' cat
-	run maro-peers -e worker=1 -W 10s -q
-	assert_success
-	dist=$(child_pid "$BG_PID" maro-dist)
-	fds() { ls "/proc/$dist/fd" | wc -l; }
+	echo_worker
 	before=$(fds)
 	# five requesters come and go, each with its own reply inbox
 	for i in 1 2 3 4 5; do
@@ -293,11 +296,7 @@ start_collector() {
 }
 
 @test "a requester still gets its replies after another's socket closed and a third one came" {
-	bg 60 maro-dist -n worker.1 --raw --co '*:echo:1' cat
-	run maro-peers -e worker=1 -W 10s -q
-	assert_success
-	dist=$(child_pid "$BG_PID" maro-dist)
-	fds() { ls "/proc/$dist/fd" | wc -l; }
+	echo_worker
 	# A comes and goes: the first socket of the worker's table
 	run timeout 20 sh -c "echo a | maro-scatter -P worker -t echo -W 15s -f payload"
 	assert_success

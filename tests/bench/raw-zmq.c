@@ -354,33 +354,50 @@ peers(const char *ep, long n, const char *file, int through_cat)
 	return 0;
 }
 
-static int
-round_trip(const char *file, size_t size)
+/*
+ * A DEALER connected to each endpoint in file, in *s, with a poll item
+ * each (POLLIN) in *items: how many, or -1.
+ */
+static long
+dealers(void *ctx, const char *file, void ***s, zmq_pollitem_t **items)
 {
-	char addr[EP_MAX], *buf = calloc(1, size + 1);
-	void *ctx = zmq_ctx_new(), **s = NULL;
-	zmq_pollitem_t *items = NULL;
-	long n = 0, got = 0, i;
+	char addr[EP_MAX];
+	long n = 0, i;
 	FILE *f = fopen(file, "r");
 
-	if (!f || !buf)
-		return 1;
+	if (!f)
+		return -1;
+	*s = NULL;
 	while (fgets(addr, sizeof addr, f)) {
 		addr[strcspn(addr, "\n")] = '\0';
-		if (!(s = realloc(s, (size_t)(n + 1) * sizeof *s)))
-			return 1;
-		s[n] = zmq_socket(ctx, ZMQ_DEALER);
-		if (zmq_connect(s[n], addr) < 0)
+		if (!(*s = realloc(*s, (size_t)(n + 1) * sizeof **s)))
+			return -1;
+		(*s)[n] = zmq_socket(ctx, ZMQ_DEALER);
+		if (zmq_connect((*s)[n], addr) < 0)
 			die(addr);
-		if (zmq_send(s[n], buf, size, 0) < 0)
-			die("send");
 		n++;
 	}
 	fclose(f);
-	if (!(items = calloc((size_t)n + 1, sizeof *items)))
+	if (!(*items = calloc((size_t)n + 1, sizeof **items)))
+		return -1;
+	for (i = 0; i < n; i++)
+		(*items)[i] = (zmq_pollitem_t){ .socket = (*s)[i], .events = ZMQ_POLLIN };
+	return n;
+}
+
+static int
+round_trip(const char *file, size_t size)
+{
+	char *buf = calloc(1, size + 1);
+	void *ctx = zmq_ctx_new(), **s;
+	zmq_pollitem_t *items;
+	long n = dealers(ctx, file, &s, &items), got = 0, i;
+
+	if (n < 0 || !buf)
 		return 1;
 	for (i = 0; i < n; i++)
-		items[i] = (zmq_pollitem_t){ .socket = s[i], .events = ZMQ_POLLIN };
+		if (zmq_send(s[i], buf, size, 0) < 0)
+			die("send");
 	while (got < n) {
 		if (zmq_poll(items, (int)n, 10000) <= 0) {
 			fprintf(stderr, "raw-zmq: %ld of %ld replies\n", got, n);
@@ -404,29 +421,13 @@ round_trip(const char *file, size_t size)
 static int
 deal(const char *file, long count, long window)
 {
-	char addr[EP_MAX], task[32];
-	void *ctx = zmq_ctx_new(), **s = NULL;
-	zmq_pollitem_t *items = NULL;
-	long n = 0, sent = 0, got = 0, *out = NULL, i;
-	FILE *f = fopen(file, "r");
+	char task[32];
+	void *ctx = zmq_ctx_new(), **s;
+	zmq_pollitem_t *items;
+	long n = dealers(ctx, file, &s, &items), sent = 0, got = 0, *out, i;
 
-	if (!f)
+	if (n <= 0 || !(out = calloc((size_t)n, sizeof *out)))
 		return 1;
-	while (fgets(addr, sizeof addr, f)) {
-		addr[strcspn(addr, "\n")] = '\0';
-		if (!(s = realloc(s, (size_t)(n + 1) * sizeof *s)))
-			return 1;
-		s[n] = zmq_socket(ctx, ZMQ_DEALER);
-		if (zmq_connect(s[n], addr) < 0)
-			die(addr);
-		n++;
-	}
-	fclose(f);
-	if (n == 0 || !(items = calloc((size_t)n, sizeof *items)) ||
-	    !(out = calloc((size_t)n, sizeof *out)))
-		return 1;
-	for (i = 0; i < n; i++)
-		items[i] = (zmq_pollitem_t){ .socket = s[i], .events = ZMQ_POLLIN };
 	while (got < count) {
 		for (i = 0; i < n && sent < count; i++)
 			while (out[i] < window && sent < count) {
