@@ -235,11 +235,13 @@ main(int argc, char **argv)
 		    (unsigned long long)err.offset, err.msg);
 
 	maro_cli_catch_signals();
+	/* -W bounds the whole run, the registry's first words included */
+	deadline = timeout >= 0 ? maro_now_us() + timeout : INT64_MAX;
+	maro_deadline = deadline;
 	b.c = maro_ctx_open(&co, errbuf, sizeof errbuf);
 	if (!b.c)
 		maro_die(errno == EINVAL ? MARO_EXIT_USAGE : MARO_EXIT_UNAVAILABLE, "%s", errbuf);
 	now = maro_now_us();
-	deadline = timeout >= 0 ? now + timeout : INT64_MAX;
 	if (nex && (status = maro_cli_expect_wait(b.c->reg, ex, nex, deadline)) != 0)
 		goto out;
 	npeers = maro_registry_list(b.c->reg, prefix, &peers);
@@ -342,7 +344,7 @@ main(int argc, char **argv)
 			wake = deadline;
 		if (next_check < wake)
 			wake = next_check;
-		if (maro_poll(b.c, items, nitems, wake <= now ? 0 : (long)((wake - now + 999) / 1000)) < 0 &&
+		if (maro_poll(b.c, items, nitems, maro_wait_ms(wake)) < 0 &&
 		    errno != EINTR)
 			maro_die(MARO_EXIT_SOFTWARE, "poll: %s", zmq_strerror(errno));
 	}

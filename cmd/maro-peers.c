@@ -495,6 +495,7 @@ main(int argc, char **argv)
 
 	maro_cli_catch_signals();
 	deadline = timeout >= 0 ? maro_now_us() + timeout : INT64_MAX;
+	maro_deadline = deadline;
 	r = maro_registry_open(url, group, NULL, errbuf, sizeof errbuf);
 	if (!r)
 		maro_die(errno == EINVAL ? MARO_EXIT_USAGE : MARO_EXIT_UNAVAILABLE, "%s", errbuf);

@@ -194,6 +194,9 @@ main(int argc, char **argv)
 		return 0;	/* no session to wait for */
 
 	maro_cli_catch_signals();
+	/* -W bounds the whole run, the registry's first words included */
+	deadline = timeout >= 0 ? maro_now_us() + timeout : INT64_MAX;
+	maro_deadline = deadline;
 	c = maro_ctx_open(&co, errbuf, sizeof errbuf);
 	if (!c)
 		maro_die(errno == EINVAL ? MARO_EXIT_USAGE : MARO_EXIT_UNAVAILABLE, "%s", errbuf);
@@ -208,7 +211,6 @@ main(int argc, char **argv)
 	maro_writer_init(&w, STDOUT_FILENO);
 
 	now = maro_now_us();
-	deadline = timeout >= 0 ? now + timeout : INT64_MAX;
 	idle_at = idle >= 0 ? now + idle : INT64_MAX;
 	next_hb = now + 1000000;
 	while (!stop) {
@@ -220,7 +222,7 @@ main(int argc, char **argv)
 
 		if (next_hb < wake)
 			wake = next_hb;
-		ms = wake == INT64_MAX ? -1 : (long)((wake - now + 999) / 1000);
+		ms = maro_wait_ms(wake);
 		if (maro_poll(c, &it, 1, ms) < 0 && errno != EINTR)
 			maro_die(MARO_EXIT_SOFTWARE, "poll: %s", zmq_strerror(errno));
 		if (maro_signal) {

@@ -577,12 +577,14 @@ main(int argc, char **argv)
 		maro_warn("reading %s from the terminal", s.tag ? "payload lines" : "CBOR messages");
 
 	maro_cli_catch_signals();
+	/* -W bounds the whole run, the registry's first words included */
+	deadline = timeout >= 0 ? maro_now_us() + timeout : INT64_MAX;
+	maro_deadline = deadline;
 	s.c = maro_ctx_open(&co, errbuf, sizeof errbuf);
 	if (!s.c)
 		maro_die(errno == EINVAL ? MARO_EXIT_USAGE : MARO_EXIT_UNAVAILABLE, "%s", errbuf);
 	s.tty = isatty(STDERR_FILENO);
 	now = maro_now_us();
-	deadline = timeout >= 0 ? now + timeout : INT64_MAX;
 	if (nex && (status = maro_cli_expect_wait(s.c->reg, ex, nex, deadline)) != 0)
 		goto out;
 	if (!s.async && maro_requester_open(&s.rq, s.c, s.name, errbuf, sizeof errbuf) < 0)
@@ -733,7 +735,7 @@ main(int argc, char **argv)
 			wake = next_refresh;
 		if (s.rq.inbox && maro_inbox_ack_deadline(s.rq.inbox) < wake)
 			wake = maro_inbox_ack_deadline(s.rq.inbox);
-		ms = (long)((wake - now + 999) / 1000);
+		ms = maro_wait_ms(wake);
 		/* something moved: go round again before sleeping */
 		if (ms < 0 || moved)
 			ms = 0;

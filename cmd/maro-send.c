@@ -426,11 +426,12 @@ main(int argc, char **argv)
 	}
 
 	maro_cli_catch_signals();
+	/* -W bounds the whole run, the registry's first words included */
+	deadline = timeout >= 0 ? maro_now_us() + timeout : INT64_MAX;
+	maro_deadline = deadline;
 	s.c = maro_ctx_open(&co, errbuf, sizeof errbuf);
 	if (!s.c)
 		maro_die(errno == EINVAL ? MARO_EXIT_USAGE : MARO_EXIT_UNAVAILABLE, "%s", errbuf);
-	now = maro_now_us();
-	deadline = timeout >= 0 ? now + timeout : INT64_MAX;
 	if (nex && (status = maro_cli_expect_wait(s.c->reg, ex, nex, deadline)) != 0)
 		goto out;
 	if (prefix)
@@ -536,7 +537,7 @@ main(int argc, char **argv)
 			wake = deadline;
 		if (s.rq.inbox && next_hb < wake)
 			wake = next_hb;
-		ms = wake == INT64_MAX ? -1 : (long)((wake - now + 999) / 1000);
+		ms = maro_wait_ms(wake);
 		if (again)
 			ms = 0;
 		if (maro_poll(s.c, items, nitems, ms) < 0 && errno != EINTR)

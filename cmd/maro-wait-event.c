@@ -208,6 +208,9 @@ main(int argc, char **argv)
 		maro_usage_error("invalid name '%s'", name);
 
 	maro_cli_catch_signals();
+	/* -W bounds the whole run, the registry's first words included */
+	deadline = timeout >= 0 ? maro_now_us() + timeout : INT64_MAX;
+	maro_deadline = deadline;
 	c = maro_ctx_open(&co, errbuf, sizeof errbuf);
 	if (!c)
 		maro_die(errno == EINVAL ? MARO_EXIT_USAGE : MARO_EXIT_UNAVAILABLE, "%s", errbuf);
@@ -221,7 +224,6 @@ main(int argc, char **argv)
 	maro_writer_init(&out, STDOUT_FILENO);
 	tty = isatty(STDERR_FILENO) && !quiet;
 	now = maro_now_us();
-	deadline = timeout >= 0 ? now + timeout : INT64_MAX;
 	next_hb = now + 1000000;
 	next_live = 0;
 
@@ -280,7 +282,7 @@ main(int argc, char **argv)
 		wake = deadline < next_hb ? deadline : next_hb;
 		if (next_live < wake)
 			wake = next_live;
-		if (maro_poll(c, &it, w.nheld < MAX_HELD ? 1 : 0, wake <= now ? 0 : (long)((wake - now + 999) / 1000)) < 0 &&
+		if (maro_poll(c, &it, w.nheld < MAX_HELD ? 1 : 0, maro_wait_ms(wake)) < 0 &&
 		    errno != EINTR)
 			maro_die(MARO_EXIT_SOFTWARE, "poll: %s", zmq_strerror(errno));
 	}

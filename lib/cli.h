@@ -77,6 +77,25 @@ int maro_cli_expect_wait(struct maro_registry *r, struct maro_expect *e, size_t 
 int64_t maro_now_us(void);
 
 /*
+ * The deadline (-W) of the whole run: monotonic us, INT64_MAX for none.  A
+ * tool sets it before it opens anything; every wait of the library is
+ * bounded by it, the registry's connection and command timeouts included.
+ */
+extern int64_t maro_deadline;
+/*
+ * The timeout for maro_poll(3) until wake (monotonic us) and never past
+ * maro_deadline: 0 when that time has come (however long ago), -1 (no
+ * timeout) only when neither is set.  Never another negative value.
+ */
+long maro_wait_ms(int64_t wake);
+/*
+ * How long a blocking call may take: cap (us), or less when maro_deadline
+ * is nearer, but at least floor (us), so that the last words of a run (such
+ * as leaving the registry) still get a short chance.
+ */
+int64_t maro_budget_us(int64_t cap, int64_t floor);
+
+/*
  * Flushes stdout and checks it, sbase's fshut: a full disk or closed pipe
  * shows in the exit status (EPIPE exits quietly with the given status).
  */

@@ -103,6 +103,8 @@ struct maro_outbox {
 	uint64_t acked, resent;
 	size_t pending;
 	int prompt;		/* the caller waits on acknowledgements: frames ask for them at once */
+	/* the registry failed (a slow or hung one costs its timeout): no look-up before then */
+	int64_t lookup_after;
 };
 
 static uint64_t
@@ -463,11 +465,25 @@ static void
 dest_lookup(struct maro_outbox *ob, struct dest *d, int64_t now)
 {
 	struct maro_entry e;
-	int rc = maro_registry_lookup(ob->c->reg, d->name, &e);
+	int rc;
 
+	if (ob->lookup_after > now) {
+		d->next_lookup = ob->lookup_after;
+		return;
+	}
+	rc = maro_registry_lookup(ob->c->reg, d->name, &e);
+	/* the next one counts from now: a look-up may take long */
+	now = maro_now_us();
 	d->next_lookup = now + LOOKUP_AGAIN_US;
-	if (rc < 0)
-		return;		/* registry unreachable: keep what we have, ask again */
+	if (rc < 0) {
+		/*
+		 * registry unreachable: keep what we have, ask again; the other
+		 * destinations wait for that too, or a hung registry would cost
+		 * its timeout once for each of them
+		 */
+		ob->lookup_after = d->next_lookup;
+		return;
+	}
 	if (rc == 0 || !maro_endpoint_valid(e.endpoint)) {
 		/*
 		 * a reply inbox never comes back under its name once its

@@ -33,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "registry-impl.h"
 
 #define ENTRY_MAX 4096
@@ -131,7 +132,8 @@ group_lock(struct maro_registry *r)
 {
 	struct dir *d = D(r);
 	struct timespec pause = { 0, 1000000 };
-	int waited;
+	/* 2 s, or what is left of the run (-W), but 100 ms at least */
+	int64_t end = maro_now_us() + maro_budget_us((int64_t)LOCK_WAIT_MS * 1000, 100000);
 
 	if (d->gfd < 0) {
 		d->gfd = openat(d->dfd, ".lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -140,11 +142,11 @@ group_lock(struct maro_registry *r)
 			    strerror(errno));
 	}
 	/* bounded: a stopped process holding it must not hang every registrant */
-	for (waited = 0; flock(d->gfd, LOCK_EX | LOCK_NB) < 0; waited++) {
+	while (flock(d->gfd, LOCK_EX | LOCK_NB) < 0) {
 		if (errno != EWOULDBLOCK && errno != EINTR)
 			return maro_registry_fail(r, errno, "cannot lock '%s/.lock': %s", d->path,
 			    strerror(errno));
-		if (waited >= LOCK_WAIT_MS)
+		if (maro_now_us() >= end)
 			return maro_registry_fail(r, ETIMEDOUT,
 			    "registry directory '%s' stays locked by another process", d->path);
 		nanosleep(&pause, NULL);

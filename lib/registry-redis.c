@@ -23,6 +23,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include "cli.h"
 #include "registry-impl.h"
 
 struct rds {
@@ -32,6 +33,7 @@ struct rds {
 	long db;
 	char *user, *pass;		/* wiped at close; never in a message */
 	char local[INET6_ADDRSTRLEN];
+	int64_t cmd_us;			/* the command timeout set on c */
 };
 
 /* The server's clock in ms, as every script starts. */
@@ -231,12 +233,39 @@ is_auth_error(const char *s)
 	    strstr(s, "invalid password") || strstr(s, "invalid username-password");
 }
 
+/*
+ * The timeouts: 1 s to connect, 2 s for a command, or what is left before
+ * the run's deadline (maro_deadline), but 100 ms at least.
+ */
+#define CONNECT_US 1000000
+#define COMMAND_US 2000000
+#define TIMEOUT_FLOOR_US 100000
+
+static struct timeval
+budget(int64_t cap)
+{
+	int64_t us = maro_budget_us(cap, TIMEOUT_FLOOR_US);
+
+	return (struct timeval){ (time_t)(us / 1000000), (suseconds_t)(us % 1000000) };
+}
+
+/* Sets the command timeout when the time left has changed. */
+static void
+set_timeout(struct rds *d)
+{
+	struct timeval tv = budget(COMMAND_US);
+	int64_t us = (int64_t)tv.tv_sec * 1000000 + tv.tv_usec;
+
+	if (us != d->cmd_us && redisSetTimeout(d->c, tv) == REDIS_OK)
+		d->cmd_us = us;
+}
+
 /* The connection, AUTH, SELECT: a server that answers is a usable one. */
 static int
 connect_server(struct maro_registry *r)
 {
 	struct rds *d = R(r);
-	struct timeval conn_tv = { 1, 0 }, cmd_tv = { 2, 0 };
+	struct timeval conn_tv = budget(CONNECT_US);
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof ss;
 	redisReply *rep;
@@ -260,7 +289,8 @@ connect_server(struct maro_registry *r)
 		errno = err;
 		return -1;
 	}
-	redisSetTimeout(d->c, cmd_tv);
+	d->cmd_us = 0;
+	set_timeout(d);
 	redisEnableKeepAlive(d->c);
 	argv[argc++] = d->pass ? "AUTH" : "PING";
 	if (d->pass && d->user)
@@ -269,7 +299,13 @@ connect_server(struct maro_registry *r)
 		argv[argc++] = d->pass;
 	rep = redisCommandArgv(d->c, argc, argv, NULL);
 	if (!rep) {
-		maro_registry_fail(r, ECONNRESET, "redis at %s:%d: %s", d->host, d->port, d->c->errstr);
+		/* a server that takes the connection and never answers */
+		if (d->c->err == REDIS_ERR_IO && (errno == EAGAIN || errno == ETIMEDOUT))
+			maro_registry_fail(r, ETIMEDOUT, "redis at %s:%d did not answer in time", d->host,
+			    d->port);
+		else
+			maro_registry_fail(r, ECONNRESET, "redis at %s:%d: %s", d->host, d->port,
+			    d->c->errstr);
 		goto fail;
 	}
 	/* a password the server does not ask for is harmless */
@@ -329,6 +365,7 @@ command(struct maro_registry *r, int argc, const char **argv)
 		if (connect_server(r) < 0)
 			return NULL;
 		errno = 0;
+		set_timeout(d);
 		rep = redisCommandArgv(d->c, argc, argv, NULL);
 		if (rep && rep->type == REDIS_REPLY_ERROR) {
 			if (is_auth_error(rep->str)) {

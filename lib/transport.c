@@ -1,6 +1,7 @@
 #include <errno.h>
 #include <netdb.h>
 #include <nss.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -510,7 +511,14 @@ zmq_poll_items(zmq_pollitem_t *items, int n, long timeout_ms)
 	static struct pollfd *pfd;
 	static int cap;
 	int i, ready = 0;
-	int64_t end = timeout_ms > 0 ? now_us() + (int64_t)timeout_ms * 1000 : 0;
+	int64_t end;
+
+	/* only -1 means no timeout: another negative one is a deadline past */
+	if (timeout_ms < -1)
+		timeout_ms = 0;
+	if (timeout_ms > INT_MAX)
+		timeout_ms = INT_MAX;
+	end = timeout_ms > 0 ? now_us() + (int64_t)timeout_ms * 1000 : 0;
 
 	if (n > cap) {
 		struct pollfd *q = realloc(pfd, (size_t)n * sizeof *pfd);

@@ -128,7 +128,9 @@ extern const struct maro_driver maro_driver_zmq;
  * as maro_inbox_pollable() and maro_outbox_pollitems() give) and plain
  * descriptors (socket NULL, fd).  A socket's ZMQ_POLLIN may be reported
  * before its receive finds the message already taken: receive until it says
- * none, as with zmq_poll.  Returns how many items are ready, or -1 (errno).
+ * none, as with zmq_poll.  timeout_ms: -1 for none; any other negative is 0
+ * (a deadline already past; maro_wait_ms() gives the right one).  Returns
+ * how many items are ready, or -1 (errno).
  */
 int maro_poll(struct maro_ctx *c, zmq_pollitem_t *items, int n, long timeout_ms);
 

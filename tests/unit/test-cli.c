@@ -1,3 +1,5 @@
+#include <limits.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "buf.h"
@@ -29,4 +31,20 @@ test_cli(void)
 	CHECK(maro_duration_parse("5x", &us) < 0);
 	CHECK(maro_duration_parse("1e3", &us) < 0);
 	CHECK(maro_duration_parse("5 s", &us) < 0);
+
+	/* a poll timeout is never negative but for "none", and never past the deadline */
+	maro_deadline = INT64_MAX;
+	CHECK(maro_wait_ms(INT64_MAX) == -1);
+	CHECK(maro_wait_ms(maro_now_us() - 150000) == 0);
+	CHECK(maro_wait_ms(INT64_MIN) == 0);
+	CHECK(maro_wait_ms(maro_now_us() + 1500000) >= 1499 && maro_wait_ms(maro_now_us() + 1500000) <= 1500);
+	CHECK(maro_wait_ms(INT64_MAX - 1) == INT_MAX);
+	maro_deadline = maro_now_us() + 1000000;
+	CHECK(maro_wait_ms(INT64_MAX) >= 999 && maro_wait_ms(INT64_MAX) <= 1000);
+	CHECK(maro_budget_us(2000000, 100000) <= 1000000);
+	maro_deadline = maro_now_us() - 1;
+	CHECK(maro_wait_ms(INT64_MAX) == 0);
+	CHECK(maro_budget_us(2000000, 100000) == 100000);
+	maro_deadline = INT64_MAX;
+	CHECK(maro_budget_us(2000000, 100000) == 2000000);
 }
