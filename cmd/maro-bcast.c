@@ -314,6 +314,9 @@ main(int argc, char **argv)
 		}
 		if (maro_writer_flush(&b.w) < 0 || b.out_error) {
 			status = MARO_EXIT_SOFTWARE;
+			/* a signal ends a blocked write: leave as for the signal */
+			if ((b.out_error ? b.out_error : errno) == EINTR && maro_signal)
+				status = maro_signal_status();
 			goto out;
 		}
 		if (b.blocking)

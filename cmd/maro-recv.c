@@ -300,11 +300,14 @@ out_write:
 	{
 		int err = errno;
 
-		if (err != EPIPE)
+		/* a signal ends a blocked write: leave as for the signal */
+		if (err == EINTR && maro_signal)
+			status = maro_signal_status();
+		else if (err != EPIPE)
 			maro_warn("error writing standard output: %s", strerror(err));
 		maro_inbox_discard(ib);
 		maro_inbox_close(ib);
 		maro_ctx_close(c);
-		return err == EPIPE ? status : MARO_EXIT_SOFTWARE;
+		return err == EPIPE || (err == EINTR && maro_signal) ? status : MARO_EXIT_SOFTWARE;
 	}
 }

@@ -688,9 +688,14 @@ main(int argc, char **argv)
 			}
 		}
 		if (maro_writer_flush(&s.w) < 0 || s.out_error) {
+			int err = s.out_error ? s.out_error : errno;
+
 			status = MARO_EXIT_SOFTWARE;
-			if ((s.out_error ? s.out_error : errno) != EPIPE)
-				maro_warn("error writing standard output: %s", strerror(errno));
+			/* a signal ends a blocked write: leave as for the signal */
+			if (err == EINTR && maro_signal)
+				status = maro_signal_status();
+			else if (err != EPIPE)
+				maro_warn("error writing standard output: %s", strerror(err));
 			goto out;
 		}
 		/* held a little, so that one frame acknowledges many replies */

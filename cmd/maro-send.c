@@ -502,9 +502,14 @@ main(int argc, char **argv)
 		 */
 		again = s.staged.len && flush_staged(&s);
 		if (maro_writer_flush(&s.w) < 0 || s.out_error) {
-			if ((s.out_error ? s.out_error : errno) != EPIPE)
-				maro_warn("error writing standard output: %s", strerror(errno));
+			int err = s.out_error ? s.out_error : errno;
+
 			status = MARO_EXIT_SOFTWARE;
+			/* a signal ends a blocked write: leave as for the signal */
+			if (err == EINTR && maro_signal)
+				status = maro_signal_status();
+			else if (err != EPIPE)
+				maro_warn("error writing standard output: %s", strerror(err));
 			goto out;
 		}
 		if (s.rq.inbox)

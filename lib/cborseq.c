@@ -7,6 +7,15 @@
 
 #include "cborseq.h"
 
+volatile sig_atomic_t *maro_io_interrupt;
+
+/* EINTR, and no signal to leave on: try again */
+static int
+again(void)
+{
+	return errno == EINTR && !(maro_io_interrupt && *maro_io_interrupt);
+}
+
 enum {
 	K_TOP,			/* the item being scanned: one item due */
 	K_ARRAY,
@@ -416,7 +425,7 @@ maro_reader_fill(struct maro_reader *r)
 		return -1;
 	do
 		n = read(r->fd, r->buf.p + r->buf.len, r->buf.cap - r->buf.len - 1);
-	while (n < 0 && errno == EINTR);
+	while (n < 0 && again());
 	if (n < 0)
 		return -1;
 	if (n == 0)
@@ -501,9 +510,15 @@ maro_writer_flush(struct maro_writer *w)
 	size_t off = 0;
 
 	while (off < w->buf.len) {
-		ssize_t n = write(w->fd, w->buf.p + off, w->buf.len - off);
+		ssize_t n;
 
-		if (n < 0 && errno == EINTR)
+		if (maro_io_interrupt && *maro_io_interrupt) {
+			n = -1;
+			errno = EINTR;
+		} else {
+			n = write(w->fd, w->buf.p + off, w->buf.len - off);
+		}
+		if (n < 0 && again())
 			continue;
 		if (n < 0) {
 			/* keep what was not written, so a caller may retry */
@@ -532,9 +547,10 @@ maro_writer_put(struct maro_writer *w, const void *p, size_t n)
 	if (maro_writer_flush(w) < 0)
 		goto keep;
 	while (n) {
-		ssize_t k = write(w->fd, b, n);
+		ssize_t k = maro_io_interrupt && *maro_io_interrupt ? (errno = EINTR, -1) :
+		    write(w->fd, b, n);
 
-		if (k < 0 && errno == EINTR)
+		if (k < 0 && again())
 			continue;
 		if (k < 0)
 			goto keep;

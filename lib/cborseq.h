@@ -13,6 +13,7 @@
 #ifndef MARO_CBORSEQ_H
 #define MARO_CBORSEQ_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -134,6 +135,14 @@ int maro_reader_read(struct maro_reader *r, const uint8_t **item, size_t *len,
     uint64_t *off, struct maro_err *err);
 /* True if complete or partial bytes are buffered. */
 int maro_reader_pending(const struct maro_reader *r);
+
+/*
+ * When set (maro_cli_catch_signals points it at maro_signal) and nonzero,
+ * a read or write that a signal interrupts (EINTR) is not tried again:
+ * the call fails with EINTR, so that a tool blocked on a full pipe or an
+ * idle input still leaves on SIGINT or SIGTERM.
+ */
+extern volatile sig_atomic_t *maro_io_interrupt;
 
 struct maro_writer {
 	int fd;

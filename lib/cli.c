@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -219,6 +220,9 @@ maro_budget_us(int64_t cap, int64_t floor)
 {
 	int64_t left;
 
+	/* a signal came: the run is over but for its last words */
+	if (maro_signal)
+		return floor < cap ? floor : cap;
 	if (maro_deadline == INT64_MAX)
 		return cap;
 	left = maro_deadline - maro_now_us();
@@ -240,11 +244,18 @@ maro_cli_close_stdout(int status)
 }
 
 volatile sig_atomic_t maro_signal;
+volatile sig_atomic_t maro_abort_fd = -1;
 
 static void
 on_signal(int sig)
 {
+	int err = errno;
+
 	maro_signal = sig;
+	/* a blocked request to the registry ends now, not at its timeout */
+	if (maro_abort_fd >= 0)
+		shutdown(maro_abort_fd, SHUT_RDWR);
+	errno = err;
 }
 
 void
@@ -257,6 +268,8 @@ maro_cli_catch_signals(void)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	/* a blocked read or write of a stream gives up on them */
+	maro_io_interrupt = &maro_signal;
 }
 
 int

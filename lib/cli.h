@@ -58,6 +58,12 @@ enum maro_format maro_cli_format(const char *arg);
  * registry cleanly); maro_signal_status() is then 130 or 143.
  */
 extern volatile sig_atomic_t maro_signal;
+/*
+ * A socket the tool is blocked on in a request that retries EINTR by
+ * itself (hiredis): SIGINT and SIGTERM shut it down, so the request ends
+ * at once.  -1: none.
+ */
+extern volatile sig_atomic_t maro_abort_fd;
 void maro_cli_catch_signals(void);
 int maro_signal_status(void);
 
@@ -91,7 +97,8 @@ long maro_wait_ms(int64_t wake);
 /*
  * How long a blocking call may take: cap (us), or less when maro_deadline
  * is nearer, but at least floor (us), so that the last words of a run (such
- * as leaving the registry) still get a short chance.
+ * as leaving the registry) still get a short chance; floor once SIGINT or
+ * SIGTERM came (maro_signal).
  */
 int64_t maro_budget_us(int64_t cap, int64_t floor);
 

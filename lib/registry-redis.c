@@ -260,6 +260,26 @@ set_timeout(struct rds *d)
 		d->cmd_us = us;
 }
 
+/*
+ * One request and its reply; a signal shuts its socket down (maro_abort_fd),
+ * for hiredis waits through EINTR.  The timeout is set after the socket is
+ * named, so it sees a signal that came before.
+ */
+static redisReply *
+request(struct rds *d, int argc, const char **argv)
+{
+	redisReply *rep;
+	int err;
+
+	maro_abort_fd = d->c->fd;
+	set_timeout(d);
+	rep = redisCommandArgv(d->c, argc, argv, NULL);
+	err = errno;
+	maro_abort_fd = -1;
+	errno = err;
+	return rep;
+}
+
 /* The connection, AUTH, SELECT: a server that answers is a usable one. */
 static int
 connect_server(struct maro_registry *r)
@@ -297,7 +317,7 @@ connect_server(struct maro_registry *r)
 		argv[argc++] = d->user;
 	if (d->pass)
 		argv[argc++] = d->pass;
-	rep = redisCommandArgv(d->c, argc, argv, NULL);
+	rep = request(d, argc, argv);
 	if (!rep) {
 		/* a server that takes the connection and never answers */
 		if (d->c->err == REDIS_ERR_IO && (errno == EAGAIN || errno == ETIMEDOUT))
@@ -323,7 +343,7 @@ connect_server(struct maro_registry *r)
 		snprintf(db, sizeof db, "%ld", d->db);
 		argv[0] = "SELECT";
 		argv[1] = db;
-		rep = redisCommandArgv(d->c, 2, argv, NULL);
+		rep = request(d, 2, argv);
 		if (!rep || rep->type == REDIS_REPLY_ERROR) {
 			maro_registry_fail(r, EINVAL, "redis at %s:%d refused database %ld", d->host, d->port,
 			    d->db);
@@ -365,8 +385,7 @@ command(struct maro_registry *r, int argc, const char **argv)
 		if (connect_server(r) < 0)
 			return NULL;
 		errno = 0;
-		set_timeout(d);
-		rep = redisCommandArgv(d->c, argc, argv, NULL);
+		rep = request(d, argc, argv);
 		if (rep && rep->type == REDIS_REPLY_ERROR) {
 			if (is_auth_error(rep->str)) {
 				maro_registry_fail(r, EACCES, "redis authentication failed at %s:%d", d->host,

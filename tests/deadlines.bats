@@ -169,3 +169,25 @@ timed() {
 	[ "$ms" -lt 1500 ]
 	[[ "$stderr" == *"stays locked by another process"* ]]
 }
+
+@test "registry hangs mid-run: SIGTERM ends maro-send (no -W) with 143 within 2.5 s" {
+	slow_registry 0
+	local proxy=$BG_PID names=() i
+	for i in $(seq 5); do names+=(-p "n$i"); done
+	bg 60 maro-send "${names[@]}" -t a -d b --notification 2> send.err
+	local bgsend=$BG_PID send
+	send=$(child_pid "$BG_PID" maro-send)
+	wait_until 10 sh -c "redis-cli -h 127.0.0.1 -p $(redis_port) client list | grep -q 'cmd=eval'"
+	kill -STOP -- "-$proxy"
+	STOPPED=$proxy
+	# it waits on the registry: a look-up 100 ms after the last
+	wait_until 10 sh -c "grep -qv poll /proc/$send/wchan"
+	local t0=$(date +%s%N)
+	kill -TERM "$send"
+	wait_exit "$bgsend" 30
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	echo "took $ms ms after SIGTERM" >&3
+	[ "$status" -eq 143 ]
+	# the request in flight ends at the signal, not at its 2 s timeout
+	[ "$ms" -lt 1000 ]
+}
