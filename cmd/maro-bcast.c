@@ -292,6 +292,7 @@ main(int argc, char **argv)
 		int64_t wake;
 
 		maro_outbox_run(b.ob);
+		maro_cli_report_outbox(b.ob);
 		if (b.blocking) {
 			struct maro_delivery d;
 

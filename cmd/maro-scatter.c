@@ -678,6 +678,7 @@ main(int argc, char **argv)
 			moved = 1;
 		}
 		maro_outbox_run(s.ob);
+		maro_cli_report_outbox(s.ob);
 		if (s.rq.inbox) {
 			struct maro_delivery d;
 

@@ -493,6 +493,7 @@ main(int argc, char **argv)
 		if (input_done && s.staged.len == 0)
 			maro_outbox_prompt(s.ob);
 		maro_outbox_run(s.ob);
+		maro_cli_report_outbox(s.ob);
 		if (s.rq.inbox)
 			drain_replies(&s);
 		/*

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -19,6 +20,7 @@
 #include "cli.h"
 #include "expect.h"
 #include "inbox.h"
+#include "outbox.h"
 #include "registry.h"
 #include "transport.h"
 
@@ -337,6 +339,29 @@ maro_cli_report_rejected(struct maro_ctx *c)
 		maro_warn("rejected %lu connection%s without the group key (last: %s); still serving",
 		    n - seen, n - seen == 1 ? "" : "s", addr);
 	seen = n;
+}
+
+void
+maro_cli_report_outbox(struct maro_outbox *ob)
+{
+	static int said[4];
+	char name[MARO_NAME_MAX + 1];
+	int err = maro_outbox_error(ob, name), i;
+	struct rlimit rl;
+
+	if (!err)
+		return;
+	for (i = 0; i < 4 && said[i]; i++)
+		if (said[i] == err)
+			return;
+	if (i < 4)
+		said[i] = err;
+	if (err == EMFILE && getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+		maro_warn("cannot connect to '%s': out of file descriptors (the limit is %llu): "
+		    "raise it (ulimit -n) or send to fewer peers; still trying", name,
+		    (unsigned long long)rl.rlim_cur);
+	else
+		maro_warn("cannot connect to '%s': %s; still trying", name, strerror(err));
 }
 
 void

@@ -122,5 +122,12 @@ void maro_cli_report_rejected(struct maro_ctx *c);
  */
 struct maro_inbox;
 void maro_cli_report_malformed(struct maro_inbox *ib);
+/*
+ * Warns once for each kind of failure (errno) to connect to a destination
+ * (maro_outbox_error): out of descriptors says the limit and how to raise
+ * it.  Tools with an outbox call it at every turn of their loop.
+ */
+struct maro_outbox;
+void maro_cli_report_outbox(struct maro_outbox *ob);
 
 #endif

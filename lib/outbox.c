@@ -105,6 +105,9 @@ struct maro_outbox {
 	int prompt;		/* the caller waits on acknowledgements: frames ask for them at once */
 	/* the registry failed (a slow or hung one costs its timeout): no look-up before then */
 	int64_t lookup_after;
+	/* the last connection that could not be made, for maro_outbox_error */
+	int conn_err;
+	char conn_err_name[MARO_NAME_MAX + 1];
 };
 
 static uint64_t
@@ -455,6 +458,12 @@ dest_connect(struct maro_outbox *ob, struct dest *d, const char *endpoint)
 	snprintf(d->endpoint, sizeof d->endpoint, "%s", endpoint);
 	maro_info("connecting to '%s' at %s", d->name, endpoint);
 	d->sock = ob->c->driver->connect(ob->c, endpoint);
+	if (!d->sock) {
+		/* tried again at the next look-up; the caller hears of it */
+		ob->conn_err = errno ? errno : EIO;
+		snprintf(ob->conn_err_name, sizeof ob->conn_err_name, "%s", d->name);
+		d->endpoint[0] = '\0';
+	}
 	/* whatever the old connection had in flight goes again */
 	d->next = d->head;
 	d->blocked_since = 0;
@@ -501,7 +510,9 @@ dest_lookup(struct maro_outbox *ob, struct dest *d, int64_t now)
 	d->missing_since = 0;
 	if (!d->sock || strcmp(e.endpoint, d->endpoint) != 0)
 		dest_connect(ob, d, e.endpoint);
-	d->next_lookup = INT64_MAX;
+	/* a connection that could not be made is tried again at the next look-up */
+	if (d->sock)
+		d->next_lookup = INT64_MAX;
 }
 
 static void
@@ -745,6 +756,17 @@ maro_outbox_pollitems(struct maro_outbox *ob, zmq_pollitem_t *items, int max)
 		k++;
 	}
 	return k;
+}
+
+int
+maro_outbox_error(struct maro_outbox *ob, char name[MARO_NAME_MAX + 1])
+{
+	int err = ob->conn_err;
+
+	if (err && name)
+		memcpy(name, ob->conn_err_name, sizeof ob->conn_err_name);
+	ob->conn_err = 0;
+	return err;
 }
 
 size_t

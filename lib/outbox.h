@@ -73,6 +73,13 @@ int maro_outbox_pollitems(struct maro_outbox *ob, zmq_pollitem_t *items, int max
 int maro_outbox_run(struct maro_outbox *ob);
 /* When the outbox next wants to run even if no socket is ready (monotonic us), or INT64_MAX. */
 int64_t maro_outbox_deadline(const struct maro_outbox *ob);
+/*
+ * The errno of the last connection to a destination that could not be made
+ * since the last call (EMFILE: out of descriptors), its name in name; 0
+ * when none failed.  The outbox tries again at the destination's next
+ * look-up.
+ */
+int maro_outbox_error(struct maro_outbox *ob, char name[MARO_NAME_MAX + 1]);
 /* Messages queued and not yet acknowledged. */
 size_t maro_outbox_pending(const struct maro_outbox *ob);
 /* Can dest take another message now? */

@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <nss.h>
 #include <limits.h>
@@ -331,12 +332,40 @@ zmq_bind_inbox(struct maro_ctx *c, char endpoint[MARO_ENDPOINT_MAX + 1])
 	return z;
 }
 
+/*
+ * Are n more descriptors to be had?  A connection costs two (the socket's
+ * mailbox, then the connection its I/O thread opens); libzmq retries an
+ * I/O thread's connect that fails for want of one for ever, and silently.
+ */
+static int
+fds_free(int n)
+{
+	int fd[8], k, ok = 1;
+
+	for (k = 0; k < n && k < 8; k++) {
+		fd[k] = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 0);
+		if (fd[k] < 0) {
+			ok = errno != EMFILE && errno != ENFILE;
+			break;
+		}
+	}
+	while (k-- > 0)
+		close(fd[k]);
+	return ok;
+}
+
 static void *
 zmq_connect_outbox(struct maro_ctx *c, const char *endpoint)
 {
-	struct zsock *z = zsock_new(c, ZMQ_DEALER);
+	struct zsock *z;
 	int ivl = 100, max = 1000;
 
+	/* the connection's two, and two to spare for the registry's look-ups */
+	if (!fds_free(4)) {
+		errno = EMFILE;
+		return NULL;
+	}
+	z = zsock_new(c, ZMQ_DEALER);
 	if (!z)
 		return NULL;
 	/*
