@@ -308,6 +308,11 @@ out_write:
 		maro_inbox_discard(ib);
 		maro_inbox_close(ib);
 		maro_ctx_close(c);
+		maro_writer_free(&w);
+		maro_buf_free(&line);
+		maro_strset_free(&f.sessions);
+		free(f.tags);
+		free(f.froms);
 		return err == EPIPE || (err == EINTR && maro_signal) ? status : MARO_EXIT_SOFTWARE;
 	}
 }
