@@ -318,6 +318,8 @@ main(int argc, char **argv)
 			/* a signal ends a blocked write: leave as for the signal */
 			if ((b.out_error ? b.out_error : errno) == EINTR && maro_signal)
 				status = maro_signal_status();
+			else if ((b.out_error ? b.out_error : errno) == ETIMEDOUT)
+				status = MARO_EXIT_TIMEOUT;	/* -W came while standard output took nothing */
 			goto out;
 		}
 		if (b.blocking)

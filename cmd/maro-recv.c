@@ -301,10 +301,17 @@ out_write:
 		int err = errno;
 
 		/* a signal ends a blocked write: leave as for the signal */
-		if (err == EINTR && maro_signal)
+		if (err == EINTR && maro_signal) {
 			status = maro_signal_status();
-		else if (err != EPIPE)
+		} else if (err == ETIMEDOUT) {
+			/* -W came while standard output took nothing */
+			status = MARO_EXIT_TIMEOUT;
+			maro_warn("timed out writing standard output after %llu message%s",
+			    (unsigned long long)got, got == 1 ? "" : "s");
+		} else if (err != EPIPE) {
+			status = MARO_EXIT_SOFTWARE;
 			maro_warn("error writing standard output: %s", strerror(err));
+		}
 		maro_inbox_discard(ib);
 		maro_inbox_close(ib);
 		maro_ctx_close(c);
@@ -313,6 +320,6 @@ out_write:
 		maro_strset_free(&f.sessions);
 		free(f.tags);
 		free(f.froms);
-		return err == EPIPE || (err == EINTR && maro_signal) ? status : MARO_EXIT_SOFTWARE;
+		return status;
 	}
 }

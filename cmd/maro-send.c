@@ -509,7 +509,11 @@ main(int argc, char **argv)
 			/* a signal ends a blocked write: leave as for the signal */
 			if (err == EINTR && maro_signal)
 				status = maro_signal_status();
-			else if (err != EPIPE)
+			else if (err == ETIMEDOUT)
+				status = MARO_EXIT_TIMEOUT;	/* -W came while standard output took nothing */
+			if (err == ETIMEDOUT)
+				maro_warn("timed out writing standard output");
+			else if (err != EPIPE && status == MARO_EXIT_SOFTWARE)
 				maro_warn("error writing standard output: %s", strerror(err));
 			goto out;
 		}

@@ -1,6 +1,10 @@
 #include <errno.h>
+#include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cbor.h>
@@ -8,6 +12,7 @@
 #include "cborseq.h"
 
 volatile sig_atomic_t *maro_io_interrupt;
+const int64_t *maro_io_deadline;
 
 /* EINTR, and no signal to leave on: try again */
 static int
@@ -504,22 +509,71 @@ maro_writer_free(struct maro_writer *w)
 	maro_buf_free(&w->buf);
 }
 
+/*
+ * With a deadline (maro_io_deadline), wait for room until then, and write
+ * no more than a pipe or socket said it has room for (one page), so that
+ * the write cannot block past it.  -1 with ETIMEDOUT when the time is up.
+ */
+static int
+room_until_deadline(struct maro_writer *w, size_t *n)
+{
+	struct stat st;
+
+	if (!maro_io_deadline || *maro_io_deadline == INT64_MAX)
+		return 0;
+	if (!w->kind)
+		w->kind = fstat(w->fd, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)) ? 2 : 1;
+	if (w->kind != 2)
+		return 0;	/* files and terminals: a write does not wait on a reader */
+	for (;;) {
+		struct timespec ts;
+		struct pollfd p = { w->fd, POLLOUT, 0 };
+		int64_t left;
+		int rc;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		left = *maro_io_deadline - ((int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000);
+		if (left <= 0) {
+			errno = ETIMEDOUT;
+			return -1;
+		}
+		rc = poll(&p, 1, left / 1000 + 1 > INT_MAX ? INT_MAX : (int)(left / 1000 + 1));
+		if (rc < 0 && !again())
+			return -1;
+		if (rc > 0)
+			break;
+	}
+	if (*n > 4096)
+		*n = 4096;
+	return 0;
+}
+
+/* One write of what can go now: -1 with EINTR after a signal (maro_io_interrupt). */
+static ssize_t
+out_write(struct maro_writer *w, const void *p, size_t n)
+{
+	ssize_t k;
+
+	do {
+		if (maro_io_interrupt && *maro_io_interrupt) {
+			errno = EINTR;
+			return -1;
+		}
+		if (room_until_deadline(w, &n) < 0)
+			return -1;
+		k = write(w->fd, p, n);
+	} while (k < 0 && again());
+	return k;
+}
+
 int
 maro_writer_flush(struct maro_writer *w)
 {
 	size_t off = 0;
 
 	while (off < w->buf.len) {
-		ssize_t n;
+		ssize_t n = out_write(w, w->buf.p + off, w->buf.len - off);
 
-		if (maro_io_interrupt && *maro_io_interrupt) {
-			n = -1;
-			errno = EINTR;
-		} else {
-			n = write(w->fd, w->buf.p + off, w->buf.len - off);
-		}
-		if (n < 0 && again())
-			continue;
 		if (n < 0) {
 			/* keep what was not written, so a caller may retry */
 			memmove(w->buf.p, w->buf.p + off, w->buf.len - off);
@@ -547,11 +601,8 @@ maro_writer_put(struct maro_writer *w, const void *p, size_t n)
 	if (maro_writer_flush(w) < 0)
 		goto keep;
 	while (n) {
-		ssize_t k = maro_io_interrupt && *maro_io_interrupt ? (errno = EINTR, -1) :
-		    write(w->fd, b, n);
+		ssize_t k = out_write(w, b, n);
 
-		if (k < 0 && again())
-			continue;
 		if (k < 0)
 			goto keep;
 		b += k;

@@ -143,11 +143,19 @@ int maro_reader_pending(const struct maro_reader *r);
  * idle input still leaves on SIGINT or SIGTERM.
  */
 extern volatile sig_atomic_t *maro_io_interrupt;
+/*
+ * When set (maro_cli_catch_signals points it at maro_deadline) and not
+ * INT64_MAX: a monotonic time in us after which a writer gives up waiting
+ * for a pipe or socket to take more (-1, ETIMEDOUT), so that -W bounds a
+ * tool whose output nobody reads.
+ */
+extern const int64_t *maro_io_deadline;
 
 struct maro_writer {
 	int fd;
 	struct maro_buf buf;
 	size_t high;		/* flush when buffered bytes reach this */
+	int kind;		/* 0 not known yet, 1 a file or terminal, 2 a pipe or socket */
 };
 
 void maro_writer_init(struct maro_writer *w, int fd);

@@ -272,6 +272,7 @@ maro_cli_catch_signals(void)
 	sigaction(SIGTERM, &sa, NULL);
 	/* a blocked read or write of a stream gives up on them */
 	maro_io_interrupt = &maro_signal;
+	maro_io_deadline = &maro_deadline;
 }
 
 int

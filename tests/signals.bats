@@ -42,19 +42,20 @@ flood() {
 
 # A receiver writing into a fifo nobody reads: fd 5 holds the fifo open
 # for reading (so the open for writing goes through) and never reads.
+# Options go to maro-recv.
 blocked_receiver() {
 	mkfifo out.fifo
 	exec 5<>out.fifo
-	bg 60 maro-recv -n r > out.fifo 2> recv.err
+	bg 60 maro-recv -n r "$@" > out.fifo 2> recv.err
 	RECV_BG=$BG_PID
 	wait_until 10 is_live r
 	RECV=$(child_pid "$RECV_BG" maro-recv)
 	flood r 20000
-	wait_until 20 in_wchan "$RECV" pipe_write
 }
 
 @test "maro-recv blocked writing to a full pipe: SIGTERM ends it with 143 within 2.5 s" {
 	blocked_receiver
+	wait_until 20 in_wchan "$RECV" pipe_write
 	stops "$RECV" TERM "$RECV_BG"
 	[ "$status" -eq 143 ]
 	[ "$ms" -lt 2500 ]
@@ -64,6 +65,7 @@ blocked_receiver() {
 
 @test "maro-recv blocked writing to a full pipe: SIGINT ends it with 130 within 2.5 s" {
 	blocked_receiver
+	wait_until 20 in_wchan "$RECV" pipe_write
 	stops "$RECV" INT "$RECV_BG"
 	[ "$status" -eq 130 ]
 	[ "$ms" -lt 2500 ]
@@ -97,4 +99,17 @@ blocked_receiver() {
 	stops "$send" INT "$BG_PID"
 	[ "$status" -eq 130 ]
 	[ "$ms" -lt 2500 ]
+}
+
+# -W bounds a wait on standard output too (maro(7), EXIT STATUS)
+@test "maro-recv -W 3s blocked writing to a full pipe exits 124 at -W" {
+	local t0=$(date +%s%N)
+	blocked_receiver -W 3s
+	wait_exit "$RECV_BG" 10
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	echo "exit $status after $ms ms" >&3
+	[ "$status" -eq 124 ]
+	[ "$ms" -lt 4000 ]
+	run cat recv.err
+	assert_output --regexp "^maro-recv: timed out writing standard output after [0-9]+ messages$"
 }
