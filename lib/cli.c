@@ -22,10 +22,18 @@
 #include "inbox.h"
 #include "outbox.h"
 #include "registry.h"
+#include "trace.h"
 #include "transport.h"
 
 const char *maro_progname = "maro";
 int maro_verbose;
+
+/* What the library says it does (trace.h): on stderr under -v. */
+static void
+say_trace(const char *line)
+{
+	maro_info("%s", line);
+}
 
 void
 maro_cli_init(const char *argv0)
@@ -35,6 +43,7 @@ maro_cli_init(const char *argv0)
 	if (argv0)
 		maro_progname = slash ? slash + 1 : argv0;
 	signal(SIGPIPE, SIG_IGN);
+	maro_trace_hook = say_trace;
 }
 
 static void
@@ -109,48 +118,6 @@ maro_print_version(void)
 	    jansson_version_str());
 }
 
-int
-maro_duration_parse(const char *s, int64_t *usec)
-{
-	const char *p = s;
-	double v, mult;
-	char *end;
-
-	if (!s || !*s || !(*p >= '0' && *p <= '9'))
-		goto bad;
-	while (*p >= '0' && *p <= '9')
-		p++;
-	if (*p == '.') {
-		p++;
-		if (!(*p >= '0' && *p <= '9'))
-			goto bad;
-		while (*p >= '0' && *p <= '9')
-			p++;
-	}
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end != p)
-		goto bad;
-	if (!strcmp(p, "") || !strcmp(p, "s"))
-		mult = 1e6;
-	else if (!strcmp(p, "ms"))
-		mult = 1e3;
-	else if (!strcmp(p, "m"))
-		mult = 60e6;
-	else if (!strcmp(p, "h"))
-		mult = 3600e6;
-	else
-		goto bad;
-	v *= mult;
-	if (!isfinite(v) || v > 9.2e18)
-		goto bad;
-	*usec = (int64_t)llround(v);
-	return 0;
-bad:
-	errno = EINVAL;
-	return -1;
-}
-
 int64_t
 maro_cli_duration(const char *flag, const char *arg)
 {
@@ -190,49 +157,6 @@ maro_cli_format(const char *arg)
 	maro_usage_error("unknown format '%s' (cbor, json, diag or payload)", arg);
 }
 
-int64_t
-maro_now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-int64_t maro_deadline = INT64_MAX;
-
-long
-maro_wait_ms(int64_t wake)
-{
-	int64_t now, ms;
-
-	if (maro_deadline < wake)
-		wake = maro_deadline;
-	if (wake == INT64_MAX)
-		return -1;
-	now = maro_now_us();
-	if (wake <= now)
-		return 0;
-	ms = (wake - now + 999) / 1000;
-	return ms > INT_MAX ? INT_MAX : (long)ms;
-}
-
-int64_t
-maro_budget_us(int64_t cap, int64_t floor)
-{
-	int64_t left;
-
-	/* a signal came: the run is over but for its last words */
-	if (maro_signal)
-		return floor < cap ? floor : cap;
-	if (maro_deadline == INT64_MAX)
-		return cap;
-	left = maro_deadline - maro_now_us();
-	if (left < cap)
-		cap = left;
-	return cap < floor ? floor : cap;
-}
-
 int
 maro_cli_close_stdout(int status)
 {
@@ -244,9 +168,6 @@ maro_cli_close_stdout(int status)
 	}
 	return status;
 }
-
-volatile sig_atomic_t maro_signal;
-volatile sig_atomic_t maro_abort_fd = -1;
 
 static void
 on_signal(int sig)

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdnoreturn.h>
 
+#include "clock.h"
 #include "format.h"
 
 /* Exit status, for every tool. */
@@ -41,11 +42,6 @@ noreturn void maro_usage_error(const char *fmt, ...) __attribute__((format(print
 /* Prints "NAME VERSION" and the library versions to stdout. */
 void maro_print_version(void);
 
-/*
- * Durations: N[.N][ms|s|m|h], seconds when no unit.  Returns 0 with *usec,
- * or -1 (EINVAL) for anything else, negative values included.
- */
-int maro_duration_parse(const char *s, int64_t *usec);
 /* Like maro_duration_parse, but a bad value is a usage error naming the flag. */
 int64_t maro_cli_duration(const char *flag, const char *arg);
 /* A non-negative integer for a flag, or a usage error. */
@@ -53,17 +49,10 @@ uint64_t maro_cli_count(const char *flag, const char *arg);
 enum maro_format maro_cli_format(const char *arg);
 
 /*
- * SIGINT and SIGTERM set maro_signal (handlers installed without
+ * SIGINT and SIGTERM set maro_signal (clock.h; handlers installed without
  * SA_RESTART, so a blocking call returns EINTR and the tool can leave the
  * registry cleanly); maro_signal_status() is then 130 or 143.
  */
-extern volatile sig_atomic_t maro_signal;
-/*
- * A socket the tool is blocked on in a request that retries EINTR by
- * itself (hiredis): SIGINT and SIGTERM shut it down, so the request ends
- * at once.  -1: none.
- */
-extern volatile sig_atomic_t maro_abort_fd;
 void maro_cli_catch_signals(void);
 int maro_signal_status(void);
 
@@ -78,29 +67,6 @@ struct maro_expect;
 struct maro_registry;
 int maro_cli_expect_wait(struct maro_registry *r, struct maro_expect *e, size_t n,
     int64_t deadline);
-
-/* Monotonic clock in microseconds. */
-int64_t maro_now_us(void);
-
-/*
- * The deadline (-W) of the whole run: monotonic us, INT64_MAX for none.  A
- * tool sets it before it opens anything; every wait of the library is
- * bounded by it, the registry's connection and command timeouts included.
- */
-extern int64_t maro_deadline;
-/*
- * The timeout for maro_poll(3) until wake (monotonic us) and never past
- * maro_deadline: 0 when that time has come (however long ago), -1 (no
- * timeout) only when neither is set.  Never another negative value.
- */
-long maro_wait_ms(int64_t wake);
-/*
- * How long a blocking call may take: cap (us), or less when maro_deadline
- * is nearer, but at least floor (us), so that the last words of a run (such
- * as leaving the registry) still get a short chance; floor once SIGINT or
- * SIGTERM came (maro_signal).
- */
-int64_t maro_budget_us(int64_t cap, int64_t floor);
 
 /*
  * Flushes stdout and checks it, sbase's fshut: a full disk or closed pipe

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "clock.h"
 #include "inbox.h"
 #include "strset.h"
 

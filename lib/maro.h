@@ -6,6 +6,7 @@
 #include "build.h"
 #include "cborseq.h"
 #include "cli.h"
+#include "clock.h"
 #include "convert.h"
 #include "curve.h"
 #include "expect.h"
@@ -16,6 +17,7 @@
 #include "registry.h"
 #include "session.h"
 #include "strset.h"
+#include "trace.h"
 #include "transport.h"
 
 #endif

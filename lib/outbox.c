@@ -3,7 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
+#include "clock.h"
+#include "trace.h"
 #include "outbox.h"
 #include "strset.h"
 
@@ -456,7 +457,7 @@ dest_connect(struct maro_outbox *ob, struct dest *d, const char *endpoint)
 	if (d->sock)
 		ob->c->driver->close(d->sock, 0);
 	snprintf(d->endpoint, sizeof d->endpoint, "%s", endpoint);
-	maro_info("connecting to '%s' at %s", d->name, endpoint);
+	maro_trace("connecting to '%s' at %s", d->name, endpoint);
 	d->sock = ob->c->driver->connect(ob->c, endpoint);
 	if (!d->sock) {
 		/* tried again at the next look-up; the caller hears of it */
@@ -695,12 +696,12 @@ maro_outbox_run(struct maro_outbox *ob)
 		}
 		/* stalled: look the name up again, and send the window again */
 		if (d->head < d->next && d->ring[d->head & d->mask].sent + d->retry_us <= now) {
-			if (maro_verbose) {
+			if (maro_trace_hook) {
 				uint64_t s, k = 0;
 
 				for (s = d->head; s < d->next; s++)
 					k += !d->ring[s & d->mask].acked;
-				maro_info("no acknowledgement from '%s' in %lld ms: sending %llu again",
+				maro_trace("no acknowledgement from '%s' in %lld ms: sending %llu again",
 				    d->name, (long long)(d->retry_us / 1000), (unsigned long long)k);
 			}
 			dest_lookup(ob, d, now);

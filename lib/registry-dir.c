@@ -33,7 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "clock.h"
 #include "registry-impl.h"
 
 #define ENTRY_MAX 4096

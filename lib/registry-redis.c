@@ -23,7 +23,7 @@
 
 #include <hiredis/hiredis.h>
 
-#include "cli.h"
+#include "clock.h"
 #include "registry-impl.h"
 
 struct rds {
