@@ -75,23 +75,23 @@ out() { tr '\n' ' ' < "out.$1"; }
 	[ "$(out 0)" = '10 ' ]
 }
 
-@test "allreduce: every rank has the sum" {
+@test "all-reduce: every rank has the sum" {
 	for r in 0 1 2 3; do echo $((r + 1)) > "in.$r"; done
-	peers allreduce
+	peers all-reduce
 	all_ok
 	for r in 0 1 2 3; do [ "$(cat "out.$r")" = 10 ]; done
 }
 
-@test "allreduce with a jq reduction over JSON values" {
+@test "all-reduce with a jq reduction over JSON values" {
 	for r in 0 1 2 3; do echo "[$r,$((r * 2))]" > "in.$r"; done
-	REDUCE='jq -sc "transpose | map(add)"' peers allreduce
+	REDUCE='jq -sc "transpose | map(add)"' peers all-reduce
 	all_ok
 	for r in 0 1 2 3; do [ "$(cat "out.$r")" = '[6,12]' ]; done
 }
 
-@test "allgather: every rank has every value in rank order" {
+@test "all-gather: every rank has every value in rank order" {
 	for r in 0 1 2 3; do echo "v$r" > "in.$r"; done
-	peers allgather
+	peers all-gather
 	all_ok
 	for r in 0 1 2 3; do [ "$(out "$r")" = 'v0 v1 v2 v3 ' ]; done
 }
@@ -103,9 +103,9 @@ out() { tr '\n' ' ' < "out.$1"; }
 	[ "$(out 0)$(out 1)$(out 2)$(out 3)" = '10 100 1000 10000 ' ]
 }
 
-@test "alltoall: rank j has value j of every rank, in rank order" {
+@test "all-to-all: rank j has value j of every rank, in rank order" {
 	for r in 0 1 2 3; do printf "$r.%s\n" 0 1 2 3 > "in.$r"; done
-	peers alltoall
+	peers all-to-all
 	all_ok
 	for j in 0 1 2 3; do [ "$(out "$j")" = "0.$j 1.$j 2.$j 3.$j " ]; done
 }
@@ -135,4 +135,27 @@ out() { tr '\n' ' ' < "out.$1"; }
 	run bash "$collective" scatter 0 4 <<< $'a\nb'
 	[ "$status" -eq 65 ]
 	assert_output --partial 'needs 4 input lines'
+}
+
+@test "the usage line lists the operations, by maro(7)'s names" {
+	run -2 bash "$collective"
+	assert_line "  OP: broadcast scatter gather reduce all-reduce all-gather reduce-scatter all-to-all"
+}
+
+@test "a collective of one peer is the identity, or REDUCE of its input" {
+	local op
+	for op in broadcast scatter gather all-gather all-to-all allgather alltoall; do
+		run -0 bash "$collective" "$op" 0 1 <<< 7
+		assert_output 7
+	done
+	for op in reduce all-reduce allreduce reduce-scatter; do
+		run -0 bash "$collective" "$op" 0 1 <<< $'3'
+		assert_output 3
+	done
+	REDUCE='sed s/^/r:/' run -0 bash "$collective" all-reduce 0 1 <<< 5
+	assert_output r:5
+	run -65 bash "$collective" scatter 0 1 <<< $'a\nb'
+	assert_output --partial 'needs 1 input line'
+	run -2 bash "$collective" reduce 1 1
+	assert_output --partial 'RANK must be below SIZE'
 }
