@@ -1,0 +1,48 @@
+#!/usr/bin/env bats
+# The man pages: found by man(1) from the source tree (MANPATH=man) and
+# after make install, every one of them.
+
+load helpers
+
+setup() { cd "$BATS_TEST_TMPDIR"; }
+teardown() { default_teardown; }
+
+# pages: every page of the tree, as "NAME SECTION" lines
+pages() {
+	local f
+	for f in "$MARO_TOP"/man/*.[17]; do
+		f=${f##*/}
+		echo "${f%.*} ${f##*.}"
+	done
+}
+
+@test "man finds every page from the source tree (MANPATH=man), and nothing else" {
+	local name sec n=0
+	[ "$(pages | wc -l)" -ge 11 ]
+	while read -r name sec; do
+		run -0 env MANPATH="$MARO_TOP/man" man -w "$sec" "$name"
+		assert_output "$MARO_TOP/man/$name.$sec"
+		run -0 env MANPATH="$MARO_TOP/man" MANWIDTH=80 man -P cat "$sec" "$name"
+		assert_line --partial "$name"
+		n=$((n + 1))
+	done < <(pages)
+	[ "$(pages | wc -l)" -eq "$n" ]
+	# the section directories hold links to the pages, and only those
+	run -0 sh -c 'cd "$1/man" && ls man1 man7 | grep -v : | grep . | sort' sh "$MARO_TOP"
+	assert_output "$(cd "$MARO_TOP/man" && ls ./*.[17] | sed 's|^\./||' | sort)"
+}
+
+@test "make install puts every tool and page where man and PATH find them" {
+	local d=$BATS_TEST_TMPDIR/root name sec
+	run -0 make -s -C "$MARO_TOP" install DESTDIR="$d" PREFIX=/usr \
+		TOOLS="$(echo "$MARO_BIN"/maro-*)"
+	while read -r name sec; do
+		run -0 env MANPATH="$d/usr/share/man" man -w "$sec" "$name"
+		assert_output "$d/usr/share/man/man$sec/$name.$sec"
+	done < <(pages)
+	for name in send recv scatter bcast peers wait-event msg dist pool keygen; do
+		[ -x "$d/usr/bin/maro-$name" ]
+	done
+	run -0 "$d/usr/bin/maro-send" -V
+	assert_output --partial 'maro-send 0.1.0'
+}
