@@ -59,6 +59,9 @@ struct waiter {
 	struct maro_strset ids;		/* message ids held, so a resent copy is not held twice */
 	struct maro_event_msg *view;
 	unsigned char *take;
+	unsigned char *acked;		/* counted toward a unit, and acknowledged */
+	unsigned counted[MARO_EVENT_MAX_UNITS];
+	unsigned char must[MARO_EVENT_MAX_UNITS];	/* no OR above the unit */
 	unsigned live[MARO_EVENT_MAX_UNITS];
 	unsigned have[MARO_EVENT_MAX_UNITS], need[MARO_EVENT_MAX_UNITS];
 };
@@ -82,7 +85,8 @@ hold(struct waiter *w, const struct maro_delivery *d)
 		w->held = realloc(w->held, w->cap * sizeof *w->held);
 		w->view = realloc(w->view, w->cap * sizeof *w->view);
 		w->take = realloc(w->take, w->cap);
-		if (!w->held || !w->view || !w->take)
+		w->acked = realloc(w->acked, w->cap);
+		if (!w->held || !w->view || !w->take || !w->acked)
 			maro_die(MARO_EXIT_SOFTWARE, "out of memory");
 	}
 	h = &w->held[w->nheld];
@@ -93,6 +97,7 @@ hold(struct waiter *w, const struct maro_delivery *d)
 	h->n = d->n;
 	h->peer = d->peer;
 	h->seq = d->seq;
+	w->acked[w->nheld] = 0;
 	maro_msg_decode(&h->msg, h->p, h->n, &err);
 	if (h->msg.message_id.p &&
 	    maro_strset_put(&w->ids, h->msg.message_id.p, h->msg.message_id.n, w->nheld) < 0)
@@ -118,6 +123,87 @@ count_live(struct waiter *w, struct maro_registry *reg)
 				w->live[u]++;
 	}
 	free(v);
+	return 0;
+}
+
+/* Marks the units every way for the event to hold needs: no OR above them. */
+static void
+mark_must(struct waiter *w, int node)
+{
+	const struct maro_event_node *n = &w->ev.nodes[node];
+	int i;
+
+	if (n->kind == MARO_EVENT_UNIT)
+		w->must[n->unit] = 1;
+	else if (n->kind == MARO_EVENT_AND)
+		for (i = 0; i < n->nchild; i++)
+			mark_must(w, n->child[i]);
+}
+
+/*
+ * Acknowledges every held message that counts toward a unit the event
+ * needs whatever happens (mark_must), oldest first, up to the number the
+ * unit needs: its sender is free at once, and a surplus is left for the
+ * next receiver of the name.  A message for a unit under an OR waits for
+ * the event, which may take the other branch.  Returns how many it
+ * acknowledged.
+ */
+static size_t
+count(struct waiter *w, struct maro_inbox *ib)
+{
+	struct maro_event_msg m;
+	size_t i, n = 0;
+	int u;
+
+	for (i = 0; i < w->nheld; i++) {
+		if (w->acked[i])
+			continue;
+		m.source = w->held[i].msg.source;
+		m.tag = w->held[i].msg.tag;
+		for (u = 0; u < w->ev.nunits; u++) {
+			const struct maro_event_unit *eu = &w->ev.units[u];
+
+			if (w->must[u] && w->counted[u] < maro_event_need(eu, w->live[u]) &&
+			    maro_event_unit_matches(eu, &m)) {
+				struct maro_delivery ack = { .peer = w->held[i].peer,
+					.seq = w->held[i].seq, .msg = w->held[i].msg };
+
+				maro_inbox_done(ib, &ack);
+				w->acked[i] = 1;
+				w->counted[u]++;
+				n++;
+				break;
+			}
+		}
+	}
+	return n;
+}
+
+/*
+ * Writes the messages taken (when the event holds) or only those already
+ * acknowledged (at a timeout or a signal), oldest first, and acknowledges
+ * what it wrote.  -1 when standard output failed.
+ */
+static int
+put_held(struct waiter *w, struct maro_inbox *ib, struct maro_writer *out, struct maro_buf *line,
+    enum maro_format fmt, int quiet, int taken)
+{
+	size_t i;
+
+	for (i = 0; i < w->nheld; i++) {
+		struct maro_err err;
+		struct maro_delivery ack = { .peer = w->held[i].peer, .seq = w->held[i].seq,
+			.msg = w->held[i].msg };
+
+		if (!w->acked[i] && !(taken && w->take[i]))
+			continue;
+		line->len = 0;
+		if (!quiet && maro_format_msg(line, fmt, &w->held[i].msg, w->held[i].p, w->held[i].n, &err) == 0 &&
+		    maro_writer_put(out, line->p, line->len) < 0)
+			return -1;
+		if (!w->acked[i])
+			maro_inbox_done(ib, &ack);
+	}
 	return 0;
 }
 
@@ -207,6 +293,8 @@ main(int argc, char **argv)
 	if (!maro_name_valid(name))
 		maro_usage_error("invalid name '%s'", name);
 
+	mark_must(&w, w.ev.root);
+
 	maro_cli_catch_signals();
 	/* -W bounds the whole run, the registry's first words included */
 	deadline = timeout >= 0 ? maro_now_us() + timeout : INT64_MAX;
@@ -241,24 +329,15 @@ main(int argc, char **argv)
 		while (w.nheld < MAX_HELD && maro_inbox_next(ib, &d) == 1)
 			hold(&w, &d);
 		if (holds(&w)) {
-			for (i = 0; i < w.nheld; i++) {
-				struct maro_err err;
-				struct maro_delivery ack = { .peer = w.held[i].peer, .seq = w.held[i].seq,
-					.msg = w.held[i].msg };
-
-				if (!w.take[i])
-					continue;
-				line.len = 0;
-				if (!quiet && maro_format_msg(&line, fmt, &w.held[i].msg, w.held[i].p, w.held[i].n, &err) == 0 &&
-				    maro_writer_put(&out, line.p, line.len) < 0)
-					break;
-				maro_inbox_done(ib, &ack);
-			}
-			if (maro_writer_flush(&out) == 0 || errno == EPIPE)
+			if (put_held(&w, ib, &out, &line, fmt, quiet, 1) == 0 &&
+			    (maro_writer_flush(&out) == 0 || errno == EPIPE))
 				maro_inbox_flush(ib);
 			done = 1;
 			break;
 		}
+		/* a progress report never waits for the others */
+		if (count(&w, ib))
+			maro_inbox_flush(ib);
 		if (tty)
 			say_progress(&w, 0);
 		if (maro_signal) {
@@ -288,6 +367,16 @@ main(int argc, char **argv)
 	}
 	if (done && tty)
 		fputc('\n', stderr);
+	/*
+	 * What was counted was acknowledged: it is written however the run
+	 * ends (-W, a signal), in one last second.
+	 */
+	if (!done) {
+		maro_io_interrupt = NULL;
+		maro_deadline = maro_now_us() + 1000000;
+		if (put_held(&w, ib, &out, &line, fmt, quiet, 0) == 0)
+			maro_writer_flush(&out);
+	}
 	maro_cli_report_malformed(ib);
 	maro_inbox_close(ib);
 	maro_ctx_close(c);
@@ -298,6 +387,7 @@ main(int argc, char **argv)
 	free(w.held);
 	free(w.view);
 	free(w.take);
+	free(w.acked);
 	maro_strset_free(&w.ids);
 	return status;
 }

@@ -75,12 +75,50 @@ live() { maro-peers -f json | grep -c "\"$1" || :; }
 	wait_until 10 live_is worker. 5
 	note w-x update 1   # not a worker: does not count
 	note worker.1 update 2
-	run timeout 5 maro-wait-event -n master -W 2s -q 'worker:update:60%'
-	assert_failure 124
-	note worker.2 update 1
-	run timeout 30 maro-wait-event -n master -W 20s -f payload 'worker:update:60%'
-	assert_success
-	[ "${#lines[@]}" -eq 3 ]
+	# at -W, the two counted (and acknowledged) are written, not lost
+	run -124 --separate-stderr timeout 10 maro-wait-event -n master -W 2s -f payload 'worker:update:60%'
+	assert_equal "$(printf '%s\n' "${lines[@]}" | sort)" $'worker.1#1\nworker.1#2'
+	[[ "$stderr" == *"still missing: worker:update 2/3"* ]]
+	note worker.2 update 3
+	run -0 timeout 30 maro-wait-event -n master -W 20s -f payload 'worker:update:60%'
+	assert_equal "$(printf '%s\n' "${lines[@]}" | sort)" $'worker.2#1\nworker.2#2\nworker.2#3'
+}
+
+@test "a progress report never waits for the others: three updates in a row to a 60% barrier of five" {
+	local i
+	for i in 1 2 3 4 5; do idle "worker.$i"; done
+	wait_until 10 live_is worker. 5
+	bg 60 maro-wait-event -n master -W 50s -f payload 'worker:update:60%' > waited
+	local waiter=$BG_PID
+	wait_until 10 live_is master 1
+	# each is acknowledged when it is counted, not when the event holds
+	for i in 1 2 3; do
+		run -0 timeout 10 maro-send -n "worker.$i" -p master -t update -d "$i" --notification -W 5s
+	done
+	wait_exit "$waiter" 20
+	[ "$status" -eq 0 ]
+	run sort waited
+	assert_output $'1\n2\n3'
+}
+
+@test "SIGTERM before the event holds: what was counted is written, then 143" {
+	local s1 s2 waiter
+	bg 60 maro-send -n worker.1 -p master -t update -d a --notification -W 50s
+	s1=$BG_PID
+	bg 60 maro-send -n worker.2 -p master -t update -d b --notification -W 50s
+	s2=$BG_PID
+	bg 60 maro-wait-event -n master -W 50s -f payload 'worker:update:5' > waited
+	waiter=$BG_PID
+	# both counted and acknowledged: their senders are done
+	wait_exit "$s1" 20
+	[ "$status" -eq 0 ]
+	wait_exit "$s2" 20
+	[ "$status" -eq 0 ]
+	kill -TERM "$(child_pid "$waiter" maro-wait-event)"
+	wait_exit "$waiter" 10
+	[ "$status" -eq 143 ]
+	run sort waited
+	assert_output $'a\nb'
 }
 
 @test "a worker killed mid-wait lowers the 60% bar" {
