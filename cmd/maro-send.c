@@ -19,7 +19,7 @@ static void
 usage(void)
 {
 	printf("usage: %s [-n NAME] [-g GROUP] [--registry URL] [--keyfile FILE] [-p PEER]... [-P PREFIX]\n"
-	    "          [-e TYPE=N]... [--async] [-W DUR] [-f cbor|json|diag|payload]\n"
+	    "          [-e TYPE=N]... [--async | --no-wait] [-W DUR] [-f cbor|json|diag|payload]\n"
 	    "          [--window N] [--advertise HOST] [--max-size BYTES] [-q] [-v] < messages\n"
 	    "       %s -t TAG [-d DATA]... [--json JSON] [--task|--notification] [OPTIONS]\n"
 	    "       %s -h | -V\n", maro_progname, maro_progname, maro_progname);
@@ -27,7 +27,7 @@ usage(void)
 
 enum {
 	OPT_REGISTRY = 256, OPT_KEYFILE, OPT_JSON, OPT_TASK, OPT_NOTIFICATION, OPT_ASYNC, OPT_WINDOW,
-	OPT_ADVERTISE, OPT_MAX_SIZE,
+	OPT_ADVERTISE, OPT_MAX_SIZE, OPT_NO_WAIT,
 };
 
 static const struct option longopts[] = {
@@ -44,6 +44,7 @@ static const struct option longopts[] = {
 	{ "task", no_argument, NULL, OPT_TASK },
 	{ "notification", no_argument, NULL, OPT_NOTIFICATION },
 	{ "async", no_argument, NULL, OPT_ASYNC },
+	{ "no-wait", no_argument, NULL, OPT_NO_WAIT },
 	{ "timeout", required_argument, NULL, 'W' },
 	{ "format", required_argument, NULL, 'f' },
 	{ "window", required_argument, NULL, OPT_WINDOW },
@@ -62,6 +63,7 @@ struct sender {
 	struct maro_requester rq;	/* rq.inbox is NULL until a request needs it */
 	const char *name;
 	int async, quiet;
+	int no_wait;		/* best effort: sent once, no acknowledgement awaited */
 	char **peers;
 	size_t npeers;
 	struct maro_writer w;
@@ -254,7 +256,7 @@ take(struct sender *s, const uint8_t *p, size_t n, struct maro_err *err)
 		} else if (s->name) {
 			m.reply_to = maro_str_c(s->name);
 		} else {
-			maro_usage_error("--async task requests need a name for their replies (-n NAME)");
+			maro_usage_error("task requests sent with --async or --no-wait need a name for their replies (-n NAME)");
 		}
 	}
 	if (!ntargets) {
@@ -388,6 +390,7 @@ main(int argc, char **argv)
 		case OPT_TASK: b.notification = 0; break;
 		case OPT_NOTIFICATION: b.notification = 1; break;
 		case OPT_ASYNC: s.async = 1; break;
+		case OPT_NO_WAIT: s.async = s.no_wait = 1; break;
 		case 'W': timeout = maro_cli_duration("-W", optarg); break;
 		case 'f': s.fmt = maro_cli_format(optarg); break;
 		case OPT_WINDOW: co.window = maro_cli_count("--window", optarg); break;
@@ -522,6 +525,9 @@ main(int argc, char **argv)
 		if (input_done && s.staged.len == 0 && maro_outbox_pending(s.ob) == 0 &&
 		    maro_requester_owed(&s.rq) == 0)
 			break;
+		/* --no-wait: each message went once to its peer's connection */
+		if (s.no_wait && input_done && s.staged.len == 0 && maro_outbox_unsent(s.ob) == 0)
+			break;
 		if (maro_signal) {
 			status = maro_signal_status();
 			break;
@@ -562,7 +568,16 @@ main(int argc, char **argv)
 		}
 	}
 
-	if (status == MARO_EXIT_TIMEOUT || maro_signal || s.failed) {
+	if (s.no_wait && status == MARO_EXIT_TIMEOUT) {
+		size_t unsent = maro_outbox_unsent(s.ob);
+
+		if (!s.quiet)
+			maro_warn("timed out: %zu message%s not sent%s", unsent, unsent == 1 ? "" : "s",
+			    s.staged.len || !input_done ? ", and more not read" : "");
+		/* some went: incomplete; none: a timeout */
+		if (s.delivered || maro_outbox_pending(s.ob) > unsent)
+			status = MARO_EXIT_INCOMPLETE;
+	} else if (status == MARO_EXIT_TIMEOUT || maro_signal || s.failed) {
 		size_t undelivered = maro_outbox_pending(s.ob) + s.failed;
 		size_t missing = maro_requester_owed(&s.rq);
 
@@ -587,6 +602,9 @@ main(int argc, char **argv)
 	maro_info("%llu delivered, %llu resent, %llu replies", (unsigned long long)s.delivered,
 	    (unsigned long long)maro_outbox_resent(s.ob), (unsigned long long)s.replies_got);
 out:
+	/* what went to a connection gets a last moment to leave it, within -W */
+	if (s.no_wait && s.ob)
+		maro_outbox_linger(s.ob, (int)(maro_budget_us(1000000, 0) / 1000));
 	maro_outbox_free(s.ob);
 	maro_requester_close(&s.rq);
 	maro_ctx_close(s.c);

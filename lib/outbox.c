@@ -109,6 +109,7 @@ struct maro_outbox {
 	/* the last connection that could not be made, for maro_outbox_error */
 	int conn_err;
 	char conn_err_name[MARO_NAME_MAX + 1];
+	int linger_ms;		/* what the sockets get at maro_outbox_free to send what they hold */
 };
 
 static uint64_t
@@ -154,7 +155,7 @@ dest_free(struct maro_outbox *ob, struct dest *d)
 	for (i = 0; i <= d->mask; i++)
 		buf_unref(d->ring[i].p);
 	if (d->sock)
-		ob->c->driver->close(d->sock, 0);
+		ob->c->driver->close(d->sock, ob->linger_ms);
 	free(d->ring);
 	free(d);
 }
@@ -774,6 +775,22 @@ size_t
 maro_outbox_pending(const struct maro_outbox *ob)
 {
 	return ob->pending;
+}
+
+size_t
+maro_outbox_unsent(const struct maro_outbox *ob)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < ob->ndests; i++)
+		n += (size_t)(ob->dests[i]->tail - ob->dests[i]->next);
+	return n;
+}
+
+void
+maro_outbox_linger(struct maro_outbox *ob, int ms)
+{
+	ob->linger_ms = ms < 0 ? 0 : ms;
 }
 
 uint64_t

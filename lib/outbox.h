@@ -82,6 +82,13 @@ int64_t maro_outbox_deadline(const struct maro_outbox *ob);
 int maro_outbox_error(struct maro_outbox *ob, char name[MARO_NAME_MAX + 1]);
 /* Messages queued and not yet acknowledged. */
 size_t maro_outbox_pending(const struct maro_outbox *ob);
+/* Messages queued and not yet sent once (a best-effort sender waits for these only). */
+size_t maro_outbox_unsent(const struct maro_outbox *ob);
+/*
+ * How long, at maro_outbox_free, each connection may take to pass on what
+ * it holds (ms; default 0: it is dropped, and resent by nobody).
+ */
+void maro_outbox_linger(struct maro_outbox *ob, int ms);
 /* Can dest take another message now? */
 int maro_outbox_ready(struct maro_outbox *ob, const char *dest);
 uint64_t maro_outbox_acked(const struct maro_outbox *ob);

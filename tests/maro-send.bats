@@ -88,3 +88,38 @@ teardown() { default_teardown; }
 	assert_failure 2
 	assert_output --partial "need a name"
 }
+
+@test "maro-send --no-wait: three pings in a row to a live receiver, each exits 0 at once, all arrive" {
+	bg 30 maro-recv -n master -C 3 -f payload > got
+	local recv=$BG_PID i
+	wait_until 10 is_live master
+	for i in 1 2 3; do
+		run -0 timeout 5 maro-send -n "w.$i" -p master -t update -d "$i" --notification --no-wait -W 3s
+		assert_output ''
+	done
+	wait_exit "$recv" 10
+	[ "$status" -eq 0 ]
+	run sort got
+	assert_output $'1\n2\n3'
+}
+
+@test "maro-send --no-wait does not wait for an acknowledgement: a stopped receiver holds a blocking send to -W, not it" {
+	bg 30 maro-recv -n master -f payload > /dev/null
+	local recv
+	recv=$(child_pid "$BG_PID" maro-recv)
+	wait_until 10 is_live master
+	kill -STOP "$recv"
+	run -124 timeout 10 maro-send -p master -t x -d y --notification -W 1s
+	run -0 timeout 10 maro-send -p master -t x -d y --notification --no-wait -W 5s
+	kill -CONT "$recv"
+}
+
+@test "maro-send --no-wait to a name nobody holds: 124 at -W, saying it was not sent" {
+	run -124 --separate-stderr timeout 10 maro-send -p nobody -t x -d y --notification --no-wait -W 1s
+	assert_equal "$stderr" "maro-send: timed out: 1 message not sent"
+}
+
+@test "maro-send --no-wait sends task requests whose replies go to -n NAME, as --async" {
+	run -2 --separate-stderr maro-send -p w -t x -d y --no-wait
+	[[ "$stderr" == *"task requests sent with --async or --no-wait need a name for their replies (-n NAME)"* ]]
+}
