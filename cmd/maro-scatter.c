@@ -480,7 +480,30 @@ say_missing(struct scatter *s)
 
 	for (i = s->base; i < s->ntasks; i++)
 		if (task_at(s, i) && !task_at(s, i)->done && k++ < 40 && !s->quiet)
-			maro_warn("no reply in session %s", task_at(s, i)->session);
+			maro_warn("no reply in session %s (task %zu of the input)", task_at(s, i)->session, i + 1);
+}
+
+/*
+ * --ordered, at a timeout or a signal: the replies held behind a task that
+ * got none are written after all, in the order of their tasks, so that
+ * nothing answered (and acknowledged) is lost; the holes are named by
+ * say_missing.  In a last second, past -W or a signal.
+ */
+static void
+flush_ordered(struct scatter *s)
+{
+	size_t i;
+
+	maro_io_interrupt = NULL;
+	maro_deadline = maro_now_us() + 1000000;
+	for (i = s->next_out; i < s->ntasks; i++) {
+		struct task *t = task_at(s, i);
+
+		if (t && t->done && t->reply)
+			output(s, t->reply, t->reply_n);
+	}
+	if (maro_writer_flush(&s->w) < 0 && errno != EPIPE)
+		maro_warn("error writing standard output: %s", strerror(errno));
 }
 
 /* Next input item: a CBOR message, or with -t one line.  1, 0 (none yet / end), -1 error. */
@@ -765,6 +788,8 @@ main(int argc, char **argv)
 
 		if (!s.async)
 			say_missing(&s);
+		if (s.ordered)
+			flush_ordered(&s);
 		if (status == MARO_EXIT_TIMEOUT) {
 			if (!s.quiet)
 				maro_warn("timed out: %zu of %zu tasks %s", missing, s.ntasks,

@@ -239,6 +239,17 @@ live() { maro-peers -f json | grep -c "\"$1" || :; }
 	[ "$output" = "$(seq 2 2 400)" ]
 }
 
+@test "scatter --ordered at -W writes every finished reply: in order to the hole, then the rest, naming the hole" {
+	# task 3 is never answered; everything after it is
+	worker worker.1 'select(.payload != 3) | .payload |= . * 2'
+	worker worker.2 'select(.payload != 3) | .payload |= . * 2'
+	wait_until 10 live_is worker. 2
+	run -1 --separate-stderr timeout 30 sh -c 'seq 10 | maro-scatter -P worker -t double --json-lines --window 3 --ordered -W 3s -f payload'
+	assert_output "$(printf '%s\n' 2 4 8 10 12 14 16 18 20)"
+	[[ "$stderr" == *"(task 3 of the input)"* ]]
+	[[ "$stderr" == *"timed out: 1 of 10 tasks unanswered"* ]]
+}
+
 @test "iscatter: delivered messages out, replies collected by id" {
 	worker worker.1
 	worker worker.2
