@@ -23,14 +23,14 @@ static void
 usage(void)
 {
 	printf("usage: %s [-P PREFIX] [-n NAME] [-g GROUP] [--registry URL] [--keyfile FILE] [-e TYPE=N]...\n"
-	    "          [--window N] [--ordered] [--async] [-t TAG [--json-lines]]\n"
+	    "          [--window N] [--ordered] [--async] [-t TAG [--json-lines]] [--progress[=DUR]]\n"
 	    "          [-W DUR] [-f cbor|json|diag|payload] [-q] [-v] < tasks\n"
 	    "       %s -h | -V\n", maro_progname, maro_progname);
 }
 
 enum {
 	OPT_REGISTRY = 256, OPT_KEYFILE, OPT_WINDOW, OPT_ORDERED, OPT_ASYNC, OPT_JSON_LINES, OPT_ADVERTISE,
-	OPT_MAX_SIZE,
+	OPT_MAX_SIZE, OPT_PROGRESS,
 };
 
 static const struct option longopts[] = {
@@ -49,6 +49,7 @@ static const struct option longopts[] = {
 	{ "format", required_argument, NULL, 'f' },
 	{ "advertise", required_argument, NULL, OPT_ADVERTISE },
 	{ "max-size", required_argument, NULL, OPT_MAX_SIZE },
+	{ "progress", optional_argument, NULL, OPT_PROGRESS },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
@@ -107,6 +108,9 @@ struct scatter {
 	uint64_t delivered;
 	int out_error;
 	int64_t started;
+	int input_done;		/* the total is known */
+	int64_t progress_every;	/* --progress: a line this often (us), whatever stderr is; 0: off */
+	int64_t next_progress;
 };
 
 static void *
@@ -462,15 +466,51 @@ task_answered(struct scatter *s, struct maro_delivery *d)
 	}
 }
 
+/* "12s", "4m05s", "1h02m": a time left, for people */
+static void
+say_duration(char *out, size_t len, double secs)
+{
+	long t = secs < 0 ? 0 : secs > 359999 ? 359999 : (long)(secs + 0.5);
+
+	if (t < 60)
+		snprintf(out, len, "%lds", t);
+	else if (t < 3600)
+		snprintf(out, len, "%ldm%02lds", t / 60, t % 60);
+	else
+		snprintf(out, len, "%ldh%02ldm", t / 3600, t / 60 % 60);
+}
+
+/*
+ * Progress on standard error: on a terminal a live line, redrawn; with
+ * --progress a line every so often, for a log.  Tasks done, the total (once
+ * the input ended; until then the tasks read, with a '+'), the rate, and
+ * the time left at that rate once the total is known.
+ */
 static void
 progress(struct scatter *s, int final)
 {
-	double secs = (double)(maro_now_us() - s->started) / 1e6;
+	int64_t now = maro_now_us();
+	double secs = (double)(now - s->started) / 1e6;
+	double rate = secs > 0 ? (double)s->ndone / secs : 0.0;
+	char eta[64] = "", left[32];
+	int line = s->progress_every && (final || now >= s->next_progress);
 
-	if (!s->tty || s->quiet)
+	if (s->quiet || (!s->tty && !line))
 		return;
-	fprintf(stderr, "\r%s: %zu/%zu done, %.0f/s\033[K%s", maro_progname, s->ndone, s->ntasks,
-	    secs > 0 ? (double)s->ndone / secs : 0.0, final ? "\n" : "");
+	if (s->input_done && s->ndone < s->ntasks && rate > 0) {
+		say_duration(left, sizeof left, (double)(s->ntasks - s->ndone) / rate);
+		snprintf(eta, sizeof eta, ", %s left", left);
+	}
+	if (s->tty && !s->progress_every) {
+		fprintf(stderr, "\r%s: %zu/%zu%s done, %.0f/s%s\033[K%s", maro_progname, s->ndone, s->ntasks,
+		    s->input_done ? "" : "+", rate, eta, final ? "\n" : "");
+		return;
+	}
+	if (!line)
+		return;
+	fprintf(stderr, "%s: %zu/%zu%s done, %.0f/s%s\n", maro_progname, s->ndone, s->ntasks,
+	    s->input_done ? "" : "+", rate, eta);
+	s->next_progress = now + s->progress_every;
 }
 
 static void
@@ -577,6 +617,11 @@ main(int argc, char **argv)
 		case 'f': s.fmt = maro_cli_format(optarg); break;
 		case OPT_ADVERTISE: co.advertise = optarg; break;
 		case OPT_MAX_SIZE: co.max_message = maro_cli_count("--max-size", optarg); break;
+		case OPT_PROGRESS:
+			s.progress_every = optarg ? maro_cli_duration("--progress", optarg) : 10000000;
+			if (s.progress_every < 100000)
+				maro_usage_error("--progress must be 100ms or more");
+			break;
 		case 'q': s.quiet = 1; break;
 		case 'v': maro_verbose = 1; break;
 		case 'h': usage(); return 0;
@@ -630,6 +675,7 @@ main(int argc, char **argv)
 	maro_writer_init(&s.w, STDOUT_FILENO);
 	maro_reader_init(&r, STDIN_FILENO, &s.c->limits);
 	s.started = maro_now_us();
+	s.next_progress = s.started + s.progress_every;
 	next_hb = s.started + 1000000;
 	next_refresh = 0;
 
@@ -729,6 +775,7 @@ main(int argc, char **argv)
 		/* held a little, so that one frame acknowledges many replies */
 		if (s.rq.inbox)
 			maro_inbox_flush_due(s.rq.inbox);
+		s.input_done = input_done;
 		progress(&s, 0);
 		if (input_done && s.rq_head == s.nrequeue &&
 		    (s.async ? maro_outbox_pending(s.ob) == 0 : s.ndone == s.ntasks))
@@ -764,6 +811,8 @@ main(int argc, char **argv)
 			wake = deadline;
 		if (next_hb < wake)
 			wake = next_hb;
+		if (s.progress_every && s.next_progress < wake)
+			wake = s.next_progress;
 		if (s.prefix && next_refresh < wake)
 			wake = next_refresh;
 		if (s.rq.inbox && maro_inbox_ack_deadline(s.rq.inbox) < wake)
@@ -782,6 +831,7 @@ main(int argc, char **argv)
 			input_done = 1;
 		}
 	}
+	s.input_done = input_done;
 	progress(&s, 1);
 	if (status == MARO_EXIT_TIMEOUT || maro_signal) {
 		size_t missing = s.async ? maro_outbox_pending(s.ob) : s.ntasks - s.ndone;

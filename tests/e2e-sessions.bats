@@ -239,6 +239,22 @@ live() { maro-peers -f json | grep -c "\"$1" || :; }
 	[ "$output" = "$(seq 2 2 400)" ]
 }
 
+@test "scatter --progress: a line every so often for a log, with the rate and the time left; none without it" {
+	bg 60 maro-dist -n worker.1 --raw --co '*:job:1' 'while read x; do sleep 0.1; echo "r$x"; done'
+	wait_until 10 live_is worker. 1
+	run -0 --separate-stderr timeout 30 sh -c 'seq 20 | maro-scatter -P worker -t job --progress=500ms -W 20s -f payload'
+	[ "${#lines[@]}" -eq 20 ]
+	local n
+	n=$(grep -cE '^maro-scatter: [0-9]+/20 done, [0-9]+/s, [0-9]+s left$' <<< "$stderr")
+	[ "$n" -ge 2 ]
+	# the last line is the total, without a time left
+	[[ "$(tail -n 1 <<< "$stderr")" =~ ^maro-scatter:\ 20/20\ done,\ [0-9]+/s$ ]]
+	run -0 --separate-stderr timeout 30 sh -c 'seq 3 | maro-scatter -P worker -t job -W 20s -f payload'
+	assert_equal "$stderr" ""
+	run -2 maro-scatter -P worker -t job --progress=10ms
+	assert_output --partial -- "--progress must be 100ms or more"
+}
+
 @test "scatter --ordered at -W writes every finished reply: in order to the hole, then the rest, naming the hole" {
 	# task 3 is never answered; everything after it is
 	worker worker.1 'select(.payload != 3) | .payload |= . * 2'
