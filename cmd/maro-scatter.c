@@ -9,6 +9,7 @@
  * (destination, payload) pairs).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,13 +25,14 @@ usage(void)
 {
 	printf("usage: %s [-P PREFIX] [-n NAME] [-g GROUP] [--registry URL] [--keyfile FILE] [-e TYPE=N]...\n"
 	    "          [--window N] [--ordered] [--async] [-t TAG [--json-lines]] [--progress[=DUR]]\n"
+	    "          [--retries N] [--task-timeout DUR] [--failed FILE]\n"
 	    "          [-W DUR] [-f cbor|json|diag|payload] [-q] [-v] < tasks\n"
 	    "       %s -h | -V\n", maro_progname, maro_progname);
 }
 
 enum {
 	OPT_REGISTRY = 256, OPT_KEYFILE, OPT_WINDOW, OPT_ORDERED, OPT_ASYNC, OPT_JSON_LINES, OPT_ADVERTISE,
-	OPT_MAX_SIZE, OPT_PROGRESS,
+	OPT_MAX_SIZE, OPT_PROGRESS, OPT_RETRIES, OPT_TASK_TIMEOUT, OPT_FAILED,
 };
 
 static const struct option longopts[] = {
@@ -50,6 +52,9 @@ static const struct option longopts[] = {
 	{ "advertise", required_argument, NULL, OPT_ADVERTISE },
 	{ "max-size", required_argument, NULL, OPT_MAX_SIZE },
 	{ "progress", optional_argument, NULL, OPT_PROGRESS },
+	{ "retries", required_argument, NULL, OPT_RETRIES },
+	{ "task-timeout", required_argument, NULL, OPT_TASK_TIMEOUT },
+	{ "failed", required_argument, NULL, OPT_FAILED },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
@@ -73,7 +78,10 @@ struct task {
 	char session[128];
 	size_t peer;		/* where it is in flight, or NO_PEER */
 	int sent;		/* in by_session and owed a reply: from its first dispatch */
-	int done;
+	int done;		/* answered, or given up (failed) */
+	int failed;
+	unsigned attempts;	/* dispatches that failed: its peer died, or it timed out */
+	int64_t dispatched;	/* when it last went to a peer (--task-timeout) */
 	uint8_t *reply;		/* held for --ordered */
 	size_t reply_n;
 	uint8_t req[];		/* msg points here until the task is answered */
@@ -111,6 +119,11 @@ struct scatter {
 	int input_done;		/* the total is known */
 	int64_t progress_every;	/* --progress: a line this often (us), whatever stderr is; 0: off */
 	int64_t next_progress;
+	unsigned retries;	/* give a task up after this many failed attempts; 0: never */
+	int64_t task_timeout;	/* us; 0: none */
+	size_t nfailed;
+	struct maro_writer failed_w;	/* --failed: the requests given up */
+	int failed_fd;
 };
 
 static void *
@@ -247,6 +260,93 @@ any_live_peer(struct scatter *s)
 	return NO_PEER;
 }
 
+/* --ordered: writes the replies whose tasks before them are all finished. */
+static void
+ordered_out(struct scatter *s)
+{
+	while (s->next_out < s->ntasks && task_at(s, s->next_out)->done) {
+		struct task *o = task_at(s, s->next_out);
+
+		if (o->reply)
+			output(s, o->reply, o->reply_n);
+		task_free(s, s->next_out++);
+	}
+}
+
+/*
+ * Task i failed an attempt (why): it goes back to the queue, or with
+ * --retries, once it failed that often, it is given up: named on standard
+ * error with its place in the input and its payload, its request written
+ * to --failed, and the run goes on without it.
+ */
+static void
+task_failed(struct scatter *s, size_t i, const char *why)
+{
+	struct task *t = task_at(s, i);
+	struct maro_msg m;
+	struct maro_buf b = { 0 };
+	struct maro_err err;
+
+	t->peer = NO_PEER;
+	t->attempts++;
+	if (!s->retries || t->attempts < s->retries) {
+		queue_task(s, i);
+		return;
+	}
+	t->done = t->failed = 1;
+	s->ndone++;
+	s->nfailed++;
+	if (maro_msg_decode(&m, t->msg, t->n, &err) < 0)
+		maro_die(MARO_EXIT_SOFTWARE, "task %zu: %s", i + 1, err.msg);	/* we encoded it */
+	if (!s->quiet) {
+		if (m.payload.p)
+			maro_cbor_to_diag(m.payload.p, m.payload.n, &b, &err);
+		maro_warn("task %zu of the input given up after %u failed attempt%s (%s): payload %.*s%s",
+		    i + 1, t->attempts, t->attempts == 1 ? "" : "s", why,
+		    (int)(b.len > 200 ? 200 : b.len), b.len ? (const char *)b.p : "?",
+		    b.len > 200 ? "..." : "");
+	}
+	/*
+	 * --failed: the request without its message_id and reply_to, so that
+	 * sent again it is a new message, not a copy a receiver drops
+	 */
+	if (s->failed_fd >= 0) {
+		m.message_id = (struct maro_str){ 0 };
+		m.reply_to = (struct maro_str){ 0 };
+		b.len = 0;
+		if (maro_msg_encode(&m, &b) < 0)
+			maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+		if (maro_writer_put(&s->failed_w, b.p, b.len) < 0)
+			maro_warn("error writing the failed tasks: %s", strerror(errno));
+	}
+	maro_buf_free(&b);
+	if (s->ordered)
+		ordered_out(s);
+	else
+		task_free(s, i);
+}
+
+/* --task-timeout: tasks a peer has held that long fail an attempt, and may go elsewhere. */
+static void
+check_task_timeouts(struct scatter *s, int64_t now)
+{
+	size_t i;
+
+	for (i = s->first; i < s->ntasks; i++) {
+		struct task *t = task_at(s, i);
+		size_t p;
+
+		if (!t || t->done || t->peer == NO_PEER || now - t->dispatched < s->task_timeout)
+			continue;
+		p = t->peer;
+		maro_outbox_settle(s->ob, s->peers[p].name, maro_str_c(t->session));
+		if (s->peers[p].inflight)
+			s->peers[p].inflight--;
+		maro_info("task %zu of the input timed out at '%s'", i + 1, s->peers[p].name);
+		task_failed(s, i, "timed out");
+	}
+}
+
 /* A peer left: its unanswered tasks go back to the queue, the outbox forgets them. */
 static void
 peer_lost(struct scatter *s, size_t p)
@@ -260,8 +360,7 @@ peer_lost(struct scatter *s, size_t p)
 
 		if (!t || t->done || t->peer != p)
 			continue;
-		t->peer = NO_PEER;
-		queue_task(s, i);
+		task_failed(s, i, "its peer left");
 	}
 	if (s->peers[p].inflight)
 		maro_warn("peer '%s' left with %u unanswered task%s: sending them elsewhere",
@@ -355,6 +454,7 @@ dispatch(struct scatter *s, size_t i, size_t p)
 		t->sent = 1;
 	}
 	t->peer = p;
+	t->dispatched = maro_now_us();
 	if (p != NO_PEER)
 		s->peers[p].inflight++;
 	return 0;
@@ -458,12 +558,7 @@ task_answered(struct scatter *s, struct maro_delivery *d)
 		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
 	memcpy(t->reply, d->p, d->n);
 	t->reply_n = d->n;
-	while (s->next_out < s->ntasks && task_at(s, s->next_out)->done) {
-		struct task *o = task_at(s, s->next_out);
-
-		output(s, o->reply, o->reply_n);
-		task_free(s, s->next_out++);
-	}
+	ordered_out(s);
 }
 
 /* "12s", "4m05s", "1h02m": a time left, for people */
@@ -492,7 +587,7 @@ progress(struct scatter *s, int final)
 	int64_t now = maro_now_us();
 	double secs = (double)(now - s->started) / 1e6;
 	double rate = secs > 0 ? (double)s->ndone / secs : 0.0;
-	char eta[64] = "", left[32];
+	char eta[64] = "", left[32], failed[32] = "";
 	int line = s->progress_every && (final || now >= s->next_progress);
 
 	if (s->quiet || (!s->tty && !line))
@@ -501,15 +596,17 @@ progress(struct scatter *s, int final)
 		say_duration(left, sizeof left, (double)(s->ntasks - s->ndone) / rate);
 		snprintf(eta, sizeof eta, ", %s left", left);
 	}
+	if (s->nfailed)
+		snprintf(failed, sizeof failed, " (%zu failed)", s->nfailed);
 	if (s->tty && !s->progress_every) {
-		fprintf(stderr, "\r%s: %zu/%zu%s done, %.0f/s%s\033[K%s", maro_progname, s->ndone, s->ntasks,
-		    s->input_done ? "" : "+", rate, eta, final ? "\n" : "");
+		fprintf(stderr, "\r%s: %zu/%zu%s done%s, %.0f/s%s\033[K%s", maro_progname, s->ndone,
+		    s->ntasks, s->input_done ? "" : "+", failed, rate, eta, final ? "\n" : "");
 		return;
 	}
 	if (!line)
 		return;
-	fprintf(stderr, "%s: %zu/%zu%s done, %.0f/s%s\n", maro_progname, s->ndone, s->ntasks,
-	    s->input_done ? "" : "+", rate, eta);
+	fprintf(stderr, "%s: %zu/%zu%s done%s, %.0f/s%s\n", maro_progname, s->ndone, s->ntasks,
+	    s->input_done ? "" : "+", failed, rate, eta);
 	s->next_progress = now + s->progress_every;
 }
 
@@ -584,8 +681,11 @@ main(int argc, char **argv)
 	int64_t timeout = -1, deadline, next_hb, next_refresh, now;
 	int want_input = 1;	/* the reader holds no whole item: read stdin */
 	int ch, status = MARO_EXIT_OK, input_done = 0, input_status = 0;
+	const char *failed_path = NULL;
+	int64_t next_task_check = 0;
 
 	maro_cli_init(argv[0]);
+	s.failed_fd = -1;
 	memset(&r, 0, sizeof r);
 	s.name = getenv("MARO_NAME");
 	if (s.name && !*s.name)
@@ -622,6 +722,17 @@ main(int argc, char **argv)
 			if (s.progress_every < 100000)
 				maro_usage_error("--progress must be 100ms or more");
 			break;
+		case OPT_RETRIES:
+			s.retries = (unsigned)maro_cli_count("--retries", optarg);
+			if (s.retries < 1 || s.retries > 1000000)
+				maro_usage_error("--retries must be 1 to 1000000");
+			break;
+		case OPT_TASK_TIMEOUT:
+			s.task_timeout = maro_cli_duration("--task-timeout", optarg);
+			if (s.task_timeout < 1000)
+				maro_usage_error("--task-timeout must be 1ms or more");
+			break;
+		case OPT_FAILED: failed_path = optarg; break;
 		case 'q': s.quiet = 1; break;
 		case 'v': maro_verbose = 1; break;
 		case 'h': usage(); return 0;
@@ -641,6 +752,14 @@ main(int argc, char **argv)
 		maro_usage_error("invalid name '%s'", s.name);
 	if (s.prefix && !maro_name_valid(s.prefix))
 		maro_usage_error("invalid prefix '%s'", s.prefix);
+	if ((s.task_timeout || s.retries || failed_path) && (!s.prefix || s.async))
+		maro_usage_error("--retries, --task-timeout and --failed need -P PREFIX, without --async");
+	if (failed_path) {
+		s.failed_fd = open(failed_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+		if (s.failed_fd < 0)
+			maro_die(MARO_EXIT_UNAVAILABLE, "cannot open '%s': %s", failed_path, strerror(errno));
+		maro_writer_init(&s.failed_w, s.failed_fd);
+	}
 	if (isatty(STDIN_FILENO))
 		maro_warn("reading %s from the terminal", s.tag ? "payload lines" : "CBOR messages");
 
@@ -690,6 +809,10 @@ main(int argc, char **argv)
 		if (s.prefix && now >= next_refresh) {
 			refresh_peers(&s);
 			next_refresh = now + 250000;
+		}
+		if (s.task_timeout && now >= next_task_check) {
+			check_task_timeouts(&s, now);
+			next_task_check = now + (s.task_timeout < 1000000 ? s.task_timeout / 10 + 1 : 100000);
 		}
 		maro_outbox_run(s.ob);	/* acknowledgements make room */
 		/* read ahead: input becomes queued tasks, a bounded number of them */
@@ -813,6 +936,8 @@ main(int argc, char **argv)
 			wake = next_hb;
 		if (s.progress_every && s.next_progress < wake)
 			wake = s.next_progress;
+		if (s.task_timeout && next_task_check < wake)
+			wake = next_task_check;
 		if (s.prefix && next_refresh < wake)
 			wake = next_refresh;
 		if (s.rq.inbox && maro_inbox_ack_deadline(s.rq.inbox) < wake)
@@ -850,10 +975,22 @@ main(int argc, char **argv)
 				status = MARO_EXIT_OK;
 		}
 	}
-	if (input_status && status == MARO_EXIT_OK)
+	if (s.nfailed && status == MARO_EXIT_OK) {
+		if (!s.quiet)
+			maro_warn("%zu of %zu tasks given up after %u failed attempts", s.nfailed, s.ntasks,
+			    s.retries);
+		status = MARO_EXIT_TASKS_FAILED;
+	}
+	if (input_status && (status == MARO_EXIT_OK || status == MARO_EXIT_TASKS_FAILED))
 		status = input_status;
 	if (input_error[0])
 		maro_warn("%s", input_error);
+	if (s.failed_fd >= 0 && (maro_writer_flush(&s.failed_w) < 0 || close(s.failed_fd) < 0)) {
+		maro_warn("error writing '%s': %s", failed_path, strerror(errno));
+		if (status == MARO_EXIT_OK || status == MARO_EXIT_TASKS_FAILED)
+			status = MARO_EXIT_SOFTWARE;
+	}
+	s.failed_fd = -1;
 	maro_info("%zu tasks, %zu answered, %llu resent, %llu stray replies", s.ntasks, s.ndone,
 	    (unsigned long long)maro_outbox_resent(s.ob), (unsigned long long)s.rq.strays);
 out:
@@ -875,5 +1012,9 @@ out:
 	maro_requester_close(&s.rq);
 	maro_ctx_close(s.c);
 	maro_writer_free(&s.w);
+	if (s.failed_fd >= 0)
+		close(s.failed_fd);
+	if (failed_path)
+		maro_writer_free(&s.failed_w);
 	return status;
 }

@@ -20,6 +20,7 @@ enum {
 	MARO_EXIT_OK = 0,
 	MARO_EXIT_INCOMPLETE = 1,
 	MARO_EXIT_USAGE = 2,
+	MARO_EXIT_TASKS_FAILED = 3,	/* maro-scatter: some tasks given up (--retries) */
 	MARO_EXIT_DATAERR = 65,
 	MARO_EXIT_UNAVAILABLE = 69,
 	MARO_EXIT_SOFTWARE = 70,

@@ -255,6 +255,48 @@ live() { maro-peers -f json | grep -c "\"$1" || :; }
 	assert_output --partial -- "--progress must be 100ms or more"
 }
 
+@test "scatter --retries 2: a task that kills its worker is given up after two, named by line and payload, the rest answered" {
+	local i pids=()
+	for i in 1 2 3; do
+		bg 60 maro-dist -n "worker.$i" --raw --co '*:job:1' \
+			'while read x; do [ "$x" = poison ] && exit 1; echo "r$x"; done'
+		pids+=("$BG_PID")
+	done
+	wait_until 10 live_is worker. 3
+	run -3 --separate-stderr timeout 30 sh -c \
+		'printf "%s\n" 1 2 3 4 poison 6 7 8 9 10 | maro-scatter -P worker -t job --retries 2 --failed failed.cbor -W 20s -f payload'
+	assert_equal "$(printf '%s\n' "${lines[@]}" | sort -V)" "$(printf 'r%s\n' 1 2 3 4 6 7 8 9 10)"
+	[[ "$stderr" == *'task 5 of the input given up after 2 failed attempts (its peer left): payload "poison"'* ]]
+	[[ "$stderr" == *"1 of 10 tasks given up after 2 failed attempts"* ]]
+	run -0 maro-msg -f payload < failed.cbor
+	assert_output poison
+	# two workers died of it; the third is alive
+	run -0 live_is worker. 1
+	# the failed requests go to a scatter again, as new messages
+	bg 60 maro-dist -n worker.9 --raw --co '*:job:1' 'while read x; do echo "fixed-$x"; done'
+	wait_until 10 live_is worker. 2
+	run -0 timeout 30 sh -c 'maro-scatter -P worker.9 -W 20s -f payload < failed.cbor'
+	assert_output fixed-poison
+}
+
+@test "scatter --task-timeout: a task no worker answers fails each attempt in time, and --retries gives it up" {
+	# both workers take the task 'hang' and never answer it
+	worker worker.1 'select(.payload != "hang") | .payload |= "r\(.)"'
+	worker worker.2 'select(.payload != "hang") | .payload |= "r\(.)"'
+	wait_until 10 live_is worker. 2
+	run -3 --separate-stderr timeout 30 sh -c \
+		'printf "%s\n" a b hang c d | maro-scatter -P worker -t job --task-timeout 1s --retries 2 -W 20s -f payload'
+	assert_equal "$(printf '%s\n' "${lines[@]}" | sort)" $'ra\nrb\nrc\nrd'
+	[[ "$stderr" == *'task 3 of the input given up after 2 failed attempts (timed out): payload "hang"'* ]]
+	# without --retries it is tried until -W
+	run -1 --separate-stderr timeout 30 sh -c \
+		'printf "%s\n" a hang | maro-scatter -P worker -t job --task-timeout 500ms -W 3s -f payload'
+	assert_output ra
+	[[ "$stderr" == *"(task 2 of the input)"* ]]
+	run -2 maro-scatter -t job --retries 2
+	assert_output --partial -- "--retries, --task-timeout and --failed need -P PREFIX"
+}
+
 @test "scatter --ordered at -W writes every finished reply: in order to the hole, then the rest, naming the hole" {
 	# task 3 is never answered; everything after it is
 	worker worker.1 'select(.payload != 3) | .payload |= . * 2'
