@@ -144,14 +144,57 @@ spawn(struct dist *d, struct handler *h, int in_fd, int out_fd)
 	return pid;
 }
 
-/* What a handler reads: the messages as CBOR, or with --raw their payloads as lines. */
-static void
+/*
+ * --raw: the one line a handler reads for m, and never more or less, since
+ * the lines it writes back are paired with the requests in order: a text
+ * payload as it is, or as a JSON string when it holds a line break; any
+ * other payload as a JSON line; none as an empty line.  -1 (why in err)
+ * for a payload JSON cannot express.
+ */
+static int
+raw_line(struct maro_buf *out, const struct held *m, struct maro_err *err)
+{
+	size_t at = out->len;
+	json_t *j;
+	char *s;
+
+	if (maro_format_msg(out, MARO_FORMAT_PAYLOAD, &m->msg, m->p, m->n, err) == 0 &&
+	    out->len > at && !memchr(out->p + at, '\n', out->len - at - 1))
+		return 0;
+	out->len = at;
+	if (!m->msg.payload.p || !(j = maro_cbor_to_json(m->msg.payload.p, m->msg.payload.n, err)))
+		return -1;
+	s = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(17));
+	json_decref(j);
+	if (!s || maro_buf_puts(out, s) < 0 || maro_buf_append(out, "\n", 1) < 0)
+		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+	free(s);
+	return 0;
+}
+
+/*
+ * What a handler reads: the messages as CBOR, or with --raw their payloads
+ * as lines.  -1 when m cannot be given to it: then it was refused (said,
+ * and acknowledged: its sender gets no reply).
+ */
+static int handler_input(struct dist *d, struct maro_buf *out, const struct held *m);
+
+static void ack(struct dist *d, uint32_t peer, uint64_t seq, const struct maro_msg *m);
+
+static int
 handler_input(struct dist *d, struct maro_buf *out, const struct held *m)
 {
 	struct maro_err err;
 
-	if (maro_format_msg(out, d->raw ? MARO_FORMAT_PAYLOAD : MARO_FORMAT_CBOR, &m->msg, m->p, m->n, &err) < 0)
-		maro_warn("cannot pass a message to the handler: %s", err.msg);
+	if (d->raw ? raw_line(out, m, &err) == 0 :
+	    maro_format_msg(out, MARO_FORMAT_CBOR, &m->msg, m->p, m->n, &err) == 0)
+		return 0;
+	maro_warn("refused a message from '%.*s' in session %.*s: its payload cannot be %s: %s",
+	    (int)m->msg.source.n, m->msg.source.p ? m->msg.source.p : "",
+	    (int)m->msg.session_id.n, m->msg.session_id.p ? m->msg.session_id.p : "",
+	    d->raw ? "one line for --raw" : "passed on", err.msg);
+	ack(d, m->peer, m->seq, &m->msg);
+	return -1;
 }
 
 /*
@@ -252,15 +295,16 @@ ack(struct dist *d, uint32_t peer, uint64_t seq, const struct maro_msg *m)
 static int
 run_once(struct dist *d, struct handler *h, const unsigned char *take)
 {
+	unsigned char *fed;	/* take, but for those refused (handler_input) */
 	struct maro_buf in = { 0 }, out = { 0 };
 	int infd, pipefd[2], wstatus, rc = -1, unsent = 0;
 	size_t i;
 	pid_t pid;
 	char path[] = "/tmp/maro-dist.XXXXXX";
 
+	fed = xrealloc(NULL, d->nheld + 1);
 	for (i = 0; i < d->nheld; i++)
-		if (take[i])
-			handler_input(d, &in, &d->held[i]);
+		fed[i] = take[i] && handler_input(d, &in, &d->held[i]) == 0;
 	/* the input goes through an unlinked file: the handler may read it at leisure */
 	/* close-on-exec: only the dup2'ed copies reach the handler, so its
 	 * background children cannot hold our pipe open */
@@ -311,7 +355,7 @@ run_once(struct dist *d, struct handler *h, const unsigned char *take)
 		for (i = 0; i < d->nheld; i++) {
 			const char *nl;
 
-			if (!take[i] || !is_request(&d->held[i].msg))
+			if (!fed[i] || !is_request(&d->held[i].msg))
 				continue;
 			if (line >= end) {
 				maro_warn("handler for '%s' gave fewer lines than requests", h->text);
@@ -345,10 +389,11 @@ run_once(struct dist *d, struct handler *h, const unsigned char *take)
 	}
 	/* a reply not sent: none of these is acknowledged, their senders keep them */
 	for (i = 0; i < d->nheld && !unsent; i++)
-		if (take[i])
+		if (fed[i])
 			ack(d, d->held[i].peer, d->held[i].seq, &d->held[i].msg);
 	rc = 0;
 out:
+	free(fed);
 	maro_buf_free(&in);
 	maro_buf_free(&out);
 	return rc;
@@ -380,9 +425,8 @@ co_feed(struct dist *d, struct handler *h, const unsigned char *take)
 	for (i = 0; i < d->nheld; i++) {
 		struct held *m = &d->held[i];
 
-		if (!take[i])
+		if (!take[i] || handler_input(d, &h->wbuf, m) < 0)
 			continue;
-		handler_input(d, &h->wbuf, m);
 		if (!is_request(&m->msg)) {
 			ack(d, m->peer, m->seq, &m->msg);
 			continue;
