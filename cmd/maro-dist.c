@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -30,13 +31,15 @@
 #define MAX_HANDLERS 32
 #define MAX_HELD 65536
 #define SIGNAL_GRACE_US 2000000	/* for replies already queued, when a signal stops us */
+/* a handler's process group, after SIGTERM, before SIGKILL: with the above, within maro(7)'s 2.5 s */
+#define HANDLER_GRACE_US 500000
 
 static void
 usage(void)
 {
 	printf("usage: %s -n NAME [-g GROUP] [--registry URL] [--keyfile FILE] [--type TYPE] [--takeover]\n"
 	    "          [--raw] (--on EVENT CMD | --co EVENT CMD | --on EVENT --exit)...\n"
-	    "          [-W DUR] [-q] [-v]\n"
+	    "          [--max-size BYTES] [-W DUR] [-q] [-v]\n"
 	    "       %s -h | -V\n", maro_progname, maro_progname);
 }
 
@@ -127,7 +130,7 @@ env_for(struct dist *d, struct handler *h)
 static pid_t
 spawn(struct dist *d, struct handler *h, int in_fd, int out_fd)
 {
-	pid_t pid = fork();
+	pid_t parent = getpid(), pid = fork();
 
 	if (pid < 0)
 		maro_die(MARO_EXIT_SOFTWARE, "fork: %s", strerror(errno));
@@ -135,13 +138,76 @@ spawn(struct dist *d, struct handler *h, int in_fd, int out_fd)
 		signal(SIGPIPE, SIG_DFL);
 		signal(SIGINT, SIG_DFL);
 		signal(SIGTERM, SIG_DFL);
+		/*
+		 * its own process group, which stopping it reaches (what sh -c
+		 * started too), and it dies with maro-dist, even a maro-dist
+		 * killed by SIGKILL (or one that died before this was set)
+		 */
+		setpgid(0, 0);
+		if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent)
+			_exit(127);
 		env_for(d, h);
 		if (dup2(in_fd, STDIN_FILENO) < 0 || dup2(out_fd, STDOUT_FILENO) < 0)
 			_exit(126);
 		execl("/bin/sh", "sh", "-c", h->cmd, (char *)NULL);
 		_exit(127);
 	}
+	setpgid(pid, pid);	/* also here: no race with a stop right after */
 	return pid;
+}
+
+/*
+ * Stops a handler: SIGTERM to its process group, SIGKILL after
+ * HANDLER_GRACE_US, and then to what it left in its group.  Reaps it;
+ * returns its wait status.
+ */
+static int
+stop_group(pid_t pid)
+{
+	int64_t until = maro_now_us() + HANDLER_GRACE_US;
+	int wstatus = 0;
+	pid_t r;
+
+	kill(-pid, SIGTERM);
+	for (;;) {
+		r = waitpid(pid, &wstatus, WNOHANG);
+		if (r == pid || (r < 0 && errno != EINTR))
+			break;
+		if (maro_now_us() >= until) {
+			kill(-pid, SIGKILL);
+			while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR)
+				;
+			break;
+		}
+		usleep(10000);
+	}
+	kill(-pid, SIGKILL);
+	return wstatus;
+}
+
+/*
+ * Waits for a handler to end, heartbeating; on SIGINT or SIGTERM it is
+ * stopped (stop_group).  Its wait status.
+ */
+static int
+wait_handler(struct dist *d, pid_t pid)
+{
+	int64_t next_hb = maro_now_us() + 1000000;
+	int wstatus = 0;
+	pid_t r;
+
+	for (;;) {
+		if (maro_signal)
+			return stop_group(pid);
+		r = waitpid(pid, &wstatus, WNOHANG);
+		if (r == pid || (r < 0 && errno != EINTR))
+			return wstatus;
+		if (maro_now_us() >= next_hb) {
+			maro_registry_heartbeat(d->c->reg);
+			next_hb = maro_now_us() + 1000000;
+		}
+		usleep(20000);
+	}
 }
 
 /*
@@ -297,10 +363,11 @@ run_once(struct dist *d, struct handler *h, const unsigned char *take)
 {
 	unsigned char *fed;	/* take, but for those refused (handler_input) */
 	struct maro_buf in = { 0 }, out = { 0 };
-	int infd, pipefd[2], wstatus, rc = -1, unsent = 0;
-	size_t i;
+	int infd, pipefd[2], wstatus, rc = -1, unsent = 0, over = 0;
+	size_t i, max = d->c->limits.max_item;
 	pid_t pid;
-	char path[] = "/tmp/maro-dist.XXXXXX";
+	const char *tmp = getenv("TMPDIR");
+	char *path;
 
 	fed = xrealloc(NULL, d->nheld + 1);
 	for (i = 0; i < d->nheld; i++)
@@ -308,24 +375,38 @@ run_once(struct dist *d, struct handler *h, const unsigned char *take)
 	/* the input goes through an unlinked file: the handler may read it at leisure */
 	/* close-on-exec: only the dup2'ed copies reach the handler, so its
 	 * background children cannot hold our pipe open */
+	if (asprintf(&path, "%s/maro-dist.XXXXXX", tmp && *tmp ? tmp : "/tmp") < 0)
+		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
 	infd = mkostemp(path, O_CLOEXEC);
 	if (infd < 0 || pipe2(pipefd, O_CLOEXEC) < 0)
-		maro_die(MARO_EXIT_SOFTWARE, "cannot set up a handler: %s", strerror(errno));
+		maro_die(MARO_EXIT_SOFTWARE, "cannot set up a handler in '%s': %s", path, strerror(errno));
 	unlink(path);
+	free(path);
 	if (write(infd, in.p, in.len) != (ssize_t)in.len || lseek(infd, 0, SEEK_SET) < 0)
 		maro_die(MARO_EXIT_SOFTWARE, "cannot set up a handler: %s", strerror(errno));
 	pid = spawn(d, h, infd, pipefd[1]);
 	close(infd);
 	close(pipefd[1]);
 	d->runs++;
-	/* read its output, heartbeating while it works */
+	/*
+	 * read its output, heartbeating while it works, at most --max-size
+	 * bytes of it; a signal stops it
+	 */
 	for (;;) {
 		struct pollfd pfd = { pipefd[0], POLLIN, 0 };
 		ssize_t n;
+		int k;
 
-		if (poll(&pfd, 1, 1000) == 0) {
+		if (maro_signal)
+			break;
+		k = poll(&pfd, 1, 1000);
+		if (k == 0)
 			maro_registry_heartbeat(d->c->reg);
+		if (k <= 0)
 			continue;
+		if (out.len >= max) {
+			over = 1;
+			break;
 		}
 		if (maro_buf_reserve(&out, 65536) < 0)
 			maro_die(MARO_EXIT_SOFTWARE, "out of memory");
@@ -337,8 +418,17 @@ run_once(struct dist *d, struct handler *h, const unsigned char *take)
 		out.len += (size_t)n;
 	}
 	close(pipefd[0]);
-	while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR)
-		;
+	wstatus = over ? stop_group(pid) : wait_handler(d, pid);
+	if (maro_signal) {
+		maro_info("handler for '%s' stopped by the signal: its messages stay unacknowledged", h->text);
+		goto out;
+	}
+	if (over) {
+		d->failures++;
+		maro_warn("handler for '%s' wrote more than %zu bytes (--max-size): stopped, "
+		    "its messages stay unacknowledged", h->text, max);
+		goto out;
+	}
 	if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0) {
 		d->failures++;
 		if (WIFEXITED(wstatus))
@@ -503,7 +593,8 @@ co_pump(struct dist *d, struct handler *h)
 		memmove(h->wbuf.p, h->wbuf.p + k, h->wbuf.len - (size_t)k);
 		h->wbuf.len -= (size_t)k;
 	}
-	for (;;) {
+	/* what is buffered stays within --max-size: a coprocess that floods is read no faster */
+	while (h->rd.buf.len - h->rd.start <= d->c->limits.max_item) {
 		k = maro_reader_fill(&h->rd);
 		if (k < 0 && (errno == EAGAIN || errno == EINTR))
 			break;
@@ -518,6 +609,12 @@ co_pump(struct dist *d, struct handler *h)
 			const char *s = (const char *)h->rd.buf.p + h->rd.start;
 			const char *nl = memchr(s, '\n', h->rd.buf.len - h->rd.start);
 
+			if (!nl && h->rd.buf.len - h->rd.start > d->c->limits.max_item) {
+				maro_warn("coprocess for '%s' wrote a line longer than %zu bytes (--max-size) "
+				    "at byte offset %llu: stopped", h->text, d->c->limits.max_item,
+				    (unsigned long long)(h->rd.base + h->rd.start));
+				return -2;
+			}
 			if (!nl)
 				break;
 			if (h->nwait > h->wfirst) {
@@ -531,10 +628,18 @@ co_pump(struct dist *d, struct handler *h)
 		}
 		return h->rd.eof ? -1 : 0;
 	}
-	while (maro_reader_next(&h->rd, &p, &n, &off, &err) == 1) {
+	for (;;) {
 		struct maro_msg m;
 		size_t i;
+		int rc = maro_reader_next(&h->rd, &p, &n, &off, &err);
 
+		if (rc == 0)
+			break;
+		if (rc < 0) {
+			maro_warn("coprocess for '%s' wrote malformed CBOR at byte offset %llu: %s: stopped",
+			    h->text, (unsigned long long)err.offset, err.msg);
+			return -2;
+		}
 		/* not sent: its request stays waiting, unacknowledged */
 		if (route(d, p, n) < 0 || maro_msg_decode(&m, p, n, &err) < 0 || !m.session_id.p)
 			continue;
@@ -743,6 +848,7 @@ main(int argc, char **argv)
 		{ "co", required_argument, NULL, 'c' },
 		{ "exit", no_argument, NULL, 'x' },
 		{ "raw", no_argument, NULL, 'r' },
+		{ "max-size", required_argument, NULL, 'M' },
 		{ "timeout", required_argument, NULL, 'W' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -797,6 +903,7 @@ main(int argc, char **argv)
 			break;
 		case 'x': maro_usage_error("--exit goes after --on EVENT"); break;
 		case 'r': d.raw = 1; break;
+		case 'M': co.max_message = maro_cli_count("--max-size", optarg); break;
 		case 'W': timeout = maro_cli_duration("-W", optarg); break;
 		case 'q': d.quiet = 1; break;
 		case 'v': maro_verbose = 1; break;
@@ -817,6 +924,9 @@ main(int argc, char **argv)
 	d.keyfile = co.keyfile;
 
 	maro_cli_catch_signals();
+	/* -W bounds the whole run, the registry's first words included */
+	deadline = timeout >= 0 ? maro_now_us() + timeout : INT64_MAX;
+	maro_deadline = deadline;
 	d.c = maro_ctx_open(&co, errbuf, sizeof errbuf);
 	if (!d.c)
 		maro_die(errno == EINVAL ? MARO_EXIT_USAGE : MARO_EXIT_UNAVAILABLE, "%s", errbuf);
@@ -834,12 +944,11 @@ main(int argc, char **argv)
 		if (d.h[i].mode == MODE_CO)
 			co_start(&d, &d.h[i]);
 	now = maro_now_us();
-	deadline = timeout >= 0 ? now + timeout : INT64_MAX;
 	next_hb = now + 1000000;
 
 	for (;;) {
 		zmq_pollitem_t items[1100];
-		int nitems = 0, ran;
+		int nitems = 0, ran, k;
 		struct maro_delivery dl;
 		int64_t wake;
 
@@ -851,11 +960,15 @@ main(int argc, char **argv)
 			while (ran && !stop);
 		}
 		for (i = 0; i < d.nh; i++)
-			if (d.h[i].mode == MODE_CO && d.h[i].pid > 0 && co_pump(&d, &d.h[i]) < 0) {
-				maro_warn("coprocess for '%s' ended", d.h[i].text);
-				status = MARO_EXIT_INCOMPLETE;
+			if (d.h[i].mode == MODE_CO && d.h[i].pid > 0 && (k = co_pump(&d, &d.h[i])) < 0) {
+				if (k == -2) {
+					status = MARO_EXIT_DATAERR;	/* said; it is stopped below */
+				} else {
+					maro_warn("coprocess for '%s' ended", d.h[i].text);
+					status = MARO_EXIT_INCOMPLETE;
+					d.h[i].pid = -d.h[i].pid;
+				}
 				stop = 1;
-				d.h[i].pid = -d.h[i].pid;
 			}
 		if (stop)
 			maro_outbox_prompt(d.ob);
@@ -898,7 +1011,7 @@ main(int argc, char **argv)
 		/* percentages move with membership: look again now and then */
 		if (now + 500000 < wake && d.nheld)
 			wake = now + 500000;
-		if (maro_poll(d.c, items, nitems, wake <= now ? 0 : (long)((wake - now + 999) / 1000)) < 0 &&
+		if (maro_poll(d.c, items, nitems, maro_wait_ms(wake)) < 0 &&
 		    errno != EINTR)
 			maro_die(MARO_EXIT_SOFTWARE, "poll: %s", zmq_strerror(errno));
 	}
@@ -910,12 +1023,10 @@ main(int argc, char **argv)
 			continue;
 		if (h->in >= 0)
 			close(h->in);
-		if (h->pid > 0) {
-			kill(h->pid, SIGTERM);
-			waitpid(h->pid, NULL, 0);
-		} else if (h->pid < 0) {
-			waitpid(-h->pid, NULL, 0);
-		}
+		if (h->pid > 0)
+			stop_group(h->pid);
+		else if (h->pid < 0)
+			stop_group(-h->pid);	/* ended: reaped, and what it left in its group */
 		if (h->out >= 0)
 			close(h->out);
 		maro_reader_free(&h->rd);

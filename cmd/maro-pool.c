@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -349,7 +350,7 @@ spawn(struct pool *pl, struct job *j)
 	char **env = job_env(pl, j);
 	size_t keep = 0;
 	int ep[2], err = 0, pinned = CPU_COUNT(&j->cpus) > 0;
-	pid_t pid;
+	pid_t pid, parent = getpid();
 	ssize_t r;
 
 	while (env[keep] && strncmp(env[keep], "MARO_NAME=", 10))
@@ -368,6 +369,13 @@ spawn(struct pool *pl, struct job *j)
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		setpgid(0, 0);
+		/*
+		 * a job dies with its pool, even a pool killed by SIGKILL: else it
+		 * keeps its name from the next pool's job; and a pool that died
+		 * before this was set has no job start
+		 */
+		if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent)
+			_exit(127);
 		fd = open("/dev/null", O_RDONLY);
 		if (fd > 0) {
 			dup2(fd, 0);

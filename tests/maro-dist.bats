@@ -371,3 +371,79 @@ ask() {
 	[[ "$stderr" == *"no reply in session s-bad"* ]]
 	grep -q "refused a message from '' in session s-bad: its payload cannot be one line for --raw" dist.err
 }
+
+# group_of PGID: the live processes of a process group (zombies are dead:
+# a container's init may be slow to reap them)
+group_of() { ps -e -o pgid=,stat=,pid= | awk -v g="$1" '$1 == g && $2 !~ /^Z/ { print $3 }'; }
+
+@test "SIGTERM while a handler runs: it and what sh -c started are stopped, 143 within 2.5 s" {
+	bg 60 maro-dist -n worker.1 --on '*:go:1' 'sleep 30 & sleep 31; wait' 2> dist.err
+	local dist bgdist=$BG_PID
+	dist=$(child_pid "$BG_PID" maro-dist)
+	wait_until 10 live_is worker. 1
+	bg 30 maro-send -p worker.1 -t go --notification -W 20s
+	local sleeper
+	wait_until 10 pgrep -f '^sleep 31$'
+	sleeper=$(pgrep -f '^sleep 31$')
+	local pg
+	pg=$(ps -o pgid= -p "$sleeper" | tr -d ' ')
+	[ "$pg" != "$dist" ]
+	local t0=$SECONDS
+	kill -TERM "$dist"
+	wait_exit "$bgdist" 10
+	[ "$status" -eq 143 ]
+	[ $((SECONDS - t0)) -le 3 ]
+	# the handler's whole group: sleep 30 in the background too
+	run group_of "$pg"
+	assert_output ''
+}
+
+@test "maro-dist killed by SIGKILL takes its coprocess and handler with it" {
+	bg 60 maro-dist -n worker.1 --raw --co '*:echo:1' 'echo up > co.up; while read -r x; do echo "$x"; done' \
+		--on '*:go:1' 'echo up > on.up; sleep 30' 2> dist.err
+	local dist
+	dist=$(child_pid "$BG_PID" maro-dist)
+	wait_until 10 live_is worker. 1
+	bg 30 maro-send -p worker.1 -t go --notification -W 20s
+	wait_until 10 test -s on.up
+	wait_until 10 test -s co.up
+	local kids
+	kids=$(pgrep -P "$dist" | tr '\n' ' ')
+	[ -n "$kids" ]
+	kill -KILL "$dist"
+	local p
+	for p in $kids; do
+		wait_until 5 sh -c "[ -z \"\$(ps -o stat= -p $p | grep -v '^Z')\" ]"
+	done
+}
+
+@test "a coprocess that writes malformed CBOR is stopped and named with the byte offset: exit 65, the request left with its sender" {
+	bg 60 maro-dist -n worker.1 --co '*:echo:1' 'head -c 1 > /dev/null; printf "\377"; sleep 30' 2> dist.err
+	local dist=$BG_PID
+	wait_until 10 live_is worker. 1
+	run -124 timeout 10 maro-send -p worker.1 -t echo -d x -W 2s
+	wait_exit "$dist" 10
+	[ "$status" -eq 65 ]
+	run cat dist.err
+	assert_output --partial "coprocess for '*:echo:1' wrote malformed CBOR at byte offset 0"
+}
+
+@test "handler output is bounded by --max-size: a flood stops that handler, memory stays bounded" {
+	bg 60 maro-dist -n worker.1 --max-size 1000000 --on '*:go:1' 'cat /dev/zero' 2> dist.err
+	local dist
+	dist=$(child_pid "$BG_PID" maro-dist)
+	wait_until 10 live_is worker. 1
+	bg 30 maro-send -p worker.1 -t go --notification -W 20s
+	wait_until 10 grep -q "handler for '\*:go:1' wrote more than 1000000 bytes (--max-size): stopped" dist.err
+	# the notification is retried (unacknowledged), but each run stops at the limit
+	[ "$(awk '/VmHWM/ { print $2 }' "/proc/$dist/status")" -lt 60000 ]
+	kill -TERM "$dist"
+}
+
+@test "a --raw coprocess line without end is bounded by --max-size: stopped, exit 65" {
+	bg 60 maro-dist -n worker.1 --max-size 100000 --raw --co '*:echo:1' 'tr -d "\n" < /dev/zero' 2> dist.err
+	wait_exit "$BG_PID" 20
+	[ "$status" -eq 65 ]
+	run cat dist.err
+	assert_output --partial "coprocess for '*:echo:1' wrote a line longer than 100000 bytes (--max-size)"
+}

@@ -291,3 +291,19 @@ gone() { ! kill -0 "$1" 2>/dev/null; }
 	assert_success
 	[ "$(grep -c '^hosts 1' <<< "$output")" -ge 2 ]
 }
+
+@test "a pool killed by SIGKILL takes its jobs with it: a new pool's jobs get the names at once" {
+	bg 30 maro-pool -n 2 -- "$JOB" 2> pool.err
+	wait_until 10 live_is worker. 2
+	local pool jobs p
+	pool=$(child_pid "$BG_PID" maro-pool)
+	jobs=$(for w in 1 2; do pid_of "worker.$HOST.$w"; done)
+	kill -KILL "$pool"
+	for p in $jobs; do
+		wait_until 5 sh -c "[ -z \"\$(ps -o stat= -p $p | grep -v '^Z')\" ]"
+	done
+	bg 30 maro-pool -n 2 -- "$JOB" 2> pool2.err
+	wait_until 10 live_is worker. 2
+	run cat pool2.err
+	refute_output --partial "held"
+}
