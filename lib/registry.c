@@ -402,15 +402,23 @@ make_token(char out[MARO_TOKEN_LEN + 1])
 }
 
 /* The URL as it may be shown: any user:password@ replaced by "***@". */
+/*
+ * The URL as it may be shown: whatever comes before its last '@' (after
+ * the scheme's ':' when there is one) may be a password, whether or not
+ * the URL is well formed ("redis:/:pw@host", "redis//:pw@host"), and
+ * becomes "***".
+ */
 static void
 redact(const char *url, char *out, size_t len)
 {
-	const char *scheme = strstr(url, "://"), *at = scheme ? strrchr(scheme, '@') : NULL;
+	const char *at = strrchr(url, '@'), *colon = strchr(url, ':');
 
-	if (at)
-		snprintf(out, len, "%.*s://***%s", (int)(scheme - url), url, at);
-	else
+	if (!at)
 		snprintf(out, len, "%s", url);
+	else if (colon && colon < at)
+		snprintf(out, len, "%.*s***%s", (int)(colon + 1 - url), url, at);
+	else
+		snprintf(out, len, "***%s", at);
 }
 
 static int
