@@ -60,6 +60,7 @@ struct job {
 	char cpulist[256];	/* for MARO_CPUS; "" when not pinned */
 	pid_t pid;
 	pid_t pgid;		/* the job's process group: its pid, kept after it ended */
+	pid_t last_pid;		/* the job's pid when it last ended (reaped): a restart replaces it */
 	int state;
 	int64_t restart_at;	/* WAITING: when to start again (monotonic us) */
 	int64_t *starts;	/* restart times, a ring of max_restarts + 1 */
@@ -298,13 +299,13 @@ static char **
 job_env(struct pool *pl, const struct job *j)
 {
 	static const char *const ours[] = { "MARO_NAME=", "MARO_GROUP=", "MARO_REGISTRY=",
-		"MARO_KEYFILE=", "MARO_POOL=", "MARO_JOB=", "MARO_CPUS=", NULL };
+		"MARO_KEYFILE=", "MARO_POOL=", "MARO_JOB=", "MARO_CPUS=", "MARO_REPLACES_PID=", NULL };
 	size_t n = 0, k = 0, i;
 	char **env;
 
 	while (environ[n])
 		n++;
-	env = calloc(n + 8, sizeof *env);
+	env = calloc(n + 9, sizeof *env);
 	if (!env)
 		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
 	for (i = 0; i < n; i++) {
@@ -321,7 +322,9 @@ job_env(struct pool *pl, const struct job *j)
 	    asprintf(&env[k++], "MARO_POOL=%s", pl->name) < 0 ||
 	    asprintf(&env[k++], "MARO_JOB=%zu", j->index) < 0 ||
 	    asprintf(&env[k++], "MARO_CPUS=%s", j->cpulist) < 0 ||
-	    (pl->keyfile && asprintf(&env[k++], "MARO_KEYFILE=%s", pl->keyfile) < 0))
+	    (pl->keyfile && asprintf(&env[k++], "MARO_KEYFILE=%s", pl->keyfile) < 0) ||
+	    /* a restart: the pool reaped the job before, and vouches that it is gone */
+	    (j->last_pid > 0 && asprintf(&env[k++], "MARO_REPLACES_PID=%ld", (long)j->last_pid) < 0))
 		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
 	return env;
 }
@@ -450,6 +453,7 @@ ended(struct pool *pl, struct job *j, int wstatus, int stopping)
 	size_t recent;
 
 	describe(wstatus, how, sizeof how);
+	j->last_pid = j->pid;
 	j->pid = 0;
 	/* a job is its process group: what it left there goes with it */
 	if (group_alive(j))

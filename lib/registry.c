@@ -559,15 +559,22 @@ say_held(struct maro_registry *r, const char *name, const struct maro_entry *h, 
 }
 
 /*
- * A holder on this very host whose process is gone: killed without
- * leaving, its entry waits for the TTL (Redis).  Another host's pids
- * mean nothing here, and a pid that lives again is taken as alive.
+ * The holder is the process this one replaces: one that its parent reaped
+ * (maro-pool restarting a job says so in MARO_REPLACES_PID), on this host.
+ * Evidence from the parent's waitpid(2), not a probe of a pid.
  */
 static int
-stale(const struct maro_entry *mine, const struct maro_entry *h)
+replaces(const struct maro_entry *mine, const struct maro_entry *h)
 {
-	return h->pid > 0 && h->host[0] && !strcmp(h->host, mine->host) && kill(h->pid, 0) < 0 &&
-	    errno == ESRCH;
+	const char *s = getenv("MARO_REPLACES_PID");
+	char *end;
+	long pid;
+
+	if (!s || !*s)
+		return 0;
+	errno = 0;
+	pid = strtol(s, &end, 10);
+	return !errno && !*end && pid > 0 && h->pid == pid && h->host[0] && !strcmp(h->host, mine->host);
 }
 
 int
@@ -607,11 +614,19 @@ maro_registry_register(struct maro_registry *r, const struct maro_entry *e, int 
 		r->capown = cap;
 	}
 	memset(&h, 0, sizeof h);
+	/*
+	 * whether a holder lives is the backend's to say (the dir: lock, the
+	 * Redis entry's expiry), never a pid probe: pids mean nothing across
+	 * PID namespaces, nor across hosts that share a name
+	 */
 	rc = r->be->put(r, &mine, takeover, &h);
-	if (rc < 0 && errno == EEXIST && stale(&mine, &h)) {
-		/* its owner died on this host without leaving (SIGKILL): no need to wait out the TTL */
-		memset(&h, 0, sizeof h);
-		rc = r->be->put(r, &mine, 1, &h);
+	if (rc < 0 && errno == EEXIST) {
+		if (replaces(&mine, &h)) {
+			memset(&h, 0, sizeof h);
+			rc = r->be->put(r, &mine, 1, &h);
+		} else {
+			errno = EEXIST;
+		}
 	}
 	if (rc < 0) {
 		if (errno == EEXIST) {

@@ -302,7 +302,8 @@ gone() { ! kill -0 "$1" 2>/dev/null; }
 	for p in $jobs; do
 		wait_until 5 sh -c "[ -z \"\$(ps -o stat= -p $p | grep -v '^Z')\" ]"
 	done
-	bg 30 maro-pool -n 2 -- "$JOB" 2> pool2.err
+	# (on Redis the killed pool's own entry lasts its TTL: the next pool here takes another name)
+	bg 30 maro-pool -n 2 --name pool.again -- "$JOB" 2> pool2.err
 	wait_until 10 live_is worker. 2
 	run cat pool2.err
 	refute_output --partial "held"

@@ -24,3 +24,34 @@ teardown() { default_teardown; }
 		[[ "$stderr" != *S3cretPW* ]]
 	done
 }
+
+@test "a live name is not taken over from another PID namespace (a pid probe there says 'dead')" {
+	unshare --pid --fork --mount-proc true 2>/dev/null || skip "unshare --pid needs root (and a kernel that allows it)"
+	bg 30 maro-recv -n svc.1 -f payload > first.out
+	local first=$BG_PID
+	wait_until 10 is_live svc.1
+	run -69 --separate-stderr timeout 10 unshare --pid --fork --mount-proc maro-recv -n svc.1 -W 2s
+	[[ "$stderr" == *"name 'svc.1' is held by pid "* ]]
+	# the first still holds it and serves
+	run -0 timeout 10 maro-send -p svc.1 -t t -d still-mine --notification -W 5s
+	wait_until 10 grep -qx still-mine first.out
+	kill -0 "$first"
+}
+
+@test "a holder killed by SIGKILL: dir: frees the name at once (its lock), Redis when the entry expires" {
+	# long enough that the entry outlives the start of the next process
+	export MARO_TTL=5s
+	bg 30 maro-recv -n svc.2 > /dev/null
+	local recv
+	recv=$(child_pid "$BG_PID" maro-recv)
+	wait_until 10 is_live svc.2
+	kill -KILL "$recv"
+	if [ "$MARO_TEST_BACKEND" = dir ]; then
+		run -124 timeout 10 maro-recv -n svc.2 -W 1s
+	else
+		# no pid probe says it died: the name is held until the TTL ends
+		run -69 timeout 10 maro-recv -n svc.2 -W 1s
+		wait_until 10 not_live svc.2
+		run -124 timeout 10 maro-recv -n svc.2 -W 1s
+	fi
+}
