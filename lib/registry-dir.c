@@ -1,6 +1,7 @@
 /*
  * registry-dir: the embedded backend, one directory per group (dir:PATH
- * keeps group G in PATH/G, mode 0700, owned by the user).
+ * keeps group G in PATH/G, mode 0700, owned by the user, as PATH is and
+ * every directory in between: open_checked).
  *
  *   NAME.entry          one entry: "key=value" lines (registry-impl.h
  *                       fields plus token, hb, ttl, owner), replaced
@@ -56,32 +57,110 @@ D(const struct maro_registry *r)
 	return r->priv;
 }
 
+/*
+ * Opens path (where/group), creating what is missing with mode 0700, and
+ * checks each directory on the way.  At and below the registry's root
+ * (where) each must be a directory of ours that no one else may write, and
+ * is opened without following a symbolic link: else another local user
+ * could rename it away and put up their own, and receive what is sent to
+ * our names.  Above the root, where symbolic links are followed (a link in
+ * a directory others cannot write is its owner's), each must belong to
+ * root or us, and be sticky if others may write it (as /tmp).  Returns the
+ * open group directory, or -1 (EACCES for a directory that fails).
+ */
 static int
-mkdir_p(struct maro_registry *r, const char *path)
+open_checked(struct maro_registry *r, const char *where, const char *path)
 {
-	char sub[PATH_MAX];
-	size_t i, n = strlen(path);
+	size_t root = strlen(where), at = 0, n;
+	struct stat st;
+	char comp[NAME_MAX + 1];
+	int fd, nfd;
 
-	if (n >= sizeof sub)
-		return maro_registry_fail(r, ENAMETOOLONG, "registry directory '%s' is too long", path);
-	memcpy(sub, path, n + 1);
-	for (i = 1; i <= n; i++) {
-		if (sub[i] != '/' && sub[i] != '\0')
-			continue;
-		sub[i] = '\0';
-		if (mkdir(sub, 0700) < 0 && errno != EEXIST)
-			return maro_registry_fail(r, errno, "cannot create registry directory '%s': %s", sub,
-			    strerror(errno));
-		sub[i] = path[i];
+	while (root > 1 && where[root - 1] == '/')
+		root--;
+	fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return maro_registry_fail(r, errno, "cannot open '/': %s", strerror(errno));
+	for (;;) {
+		int mine;
+
+		while (path[at] == '/')
+			at++;
+		if (!path[at])
+			return fd;
+		n = strcspn(path + at, "/");
+		if (n > NAME_MAX) {
+			close(fd);
+			return maro_registry_fail(r, ENAMETOOLONG, "registry directory '%s' is too long", path);
+		}
+		memcpy(comp, path + at, n);
+		comp[n] = '\0';
+		at += n;
+		mine = at >= root;
+		if (!strcmp(comp, ".") || !strcmp(comp, "..")) {
+			close(fd);
+			return maro_registry_fail(r, EINVAL, "registry directory '%s': no . or .. in it, please",
+			    path);
+		}
+		nfd = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_CLOEXEC | (mine ? O_NOFOLLOW : 0));
+		if (nfd < 0 && errno == ENOENT) {
+			if (mkdirat(fd, comp, 0700) < 0 && errno != EEXIST) {
+				int e = errno;
+
+				close(fd);
+				return maro_registry_fail(r, e, "cannot create registry directory '%.*s': %s",
+				    (int)at, path, strerror(e));
+			}
+			nfd = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_CLOEXEC | (mine ? O_NOFOLLOW : 0));
+		}
+		if (nfd < 0) {
+			int e = errno, link;
+
+			/* O_DIRECTORY with O_NOFOLLOW says ENOTDIR of a link */
+			link = (e == ELOOP || e == ENOTDIR) &&
+			    fstatat(fd, comp, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode);
+			close(fd);
+			if (e == ELOOP || e == ENOTDIR)
+				return maro_registry_fail(r, EACCES, "registry directory '%.*s' is %s: refused",
+				    (int)at, path, link ? "a symbolic link" : "not a directory");
+			return maro_registry_fail(r, e, "cannot open registry directory '%.*s': %s",
+			    (int)at, path, strerror(e));
+		}
+		close(fd);
+		if (fstat(nfd, &st) < 0) {
+			close(nfd);
+			return maro_registry_fail(r, errno, "cannot open registry directory '%.*s': %s",
+			    (int)at, path, strerror(errno));
+		}
+		if (mine && st.st_uid != geteuid()) {
+			close(nfd);
+			return maro_registry_fail(r, EACCES, "registry directory '%.*s' is owned by another "
+			    "user (uid %lu): refused", (int)at, path, (unsigned long)st.st_uid);
+		}
+		if (mine && (st.st_mode & 022)) {
+			close(nfd);
+			return maro_registry_fail(r, EACCES, "registry directory '%.*s' is writable by %s "
+			    "(mode %03o): refused", (int)at, path, st.st_mode & 002 ? "others" : "its group",
+			    (unsigned)(st.st_mode & 0777));
+		}
+		if (!mine && st.st_uid != 0 && st.st_uid != geteuid()) {
+			close(nfd);
+			return maro_registry_fail(r, EACCES, "directory '%.*s', above the registry, is owned "
+			    "by another user (uid %lu): refused", (int)at, path, (unsigned long)st.st_uid);
+		}
+		if (!mine && (st.st_mode & 022) && !(st.st_mode & S_ISVTX)) {
+			close(nfd);
+			return maro_registry_fail(r, EACCES, "directory '%.*s', above the registry, may be "
+			    "written by others and is not sticky: refused", (int)at, path);
+		}
+		fd = nfd;
 	}
-	return 0;
 }
 
 static int
 dir_open(struct maro_registry *r, const char *where)
 {
 	struct dir *d = calloc(1, sizeof *d);
-	struct stat st;
 	int n;
 
 	if (!d)
@@ -94,18 +173,8 @@ dir_open(struct maro_registry *r, const char *where)
 	n = snprintf(d->path, sizeof d->path, "%s/%s", where, r->group);
 	if (n < 0 || (size_t)n >= sizeof d->path)
 		return maro_registry_fail(r, ENAMETOOLONG, "registry directory '%s' is too long", where);
-	if (mkdir_p(r, d->path) < 0)
-		return -1;
-	d->dfd = open(d->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (d->dfd < 0)
-		return maro_registry_fail(r, errno, "cannot open registry directory '%s': %s", d->path,
-		    strerror(errno));
-	/* entries of other users' directories cannot be trusted, nor their locks seen */
-	if (fstat(d->dfd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 002))
-		return maro_registry_fail(r, EACCES,
-		    "registry directory '%s' is not private (owned by another user or world-writable)",
-		    d->path);
-	return 0;
+	d->dfd = open_checked(r, where, d->path);
+	return d->dfd < 0 ? -1 : 0;
 }
 
 static void

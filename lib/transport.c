@@ -61,6 +61,43 @@ env_limit(const char *name, size_t *v, size_t lo, size_t hi, size_t def, char *e
 	return 0;
 }
 
+/*
+ * A registry path too long for socket names: the sockets go in a fresh
+ * directory of ours (mkdtemp: mode 0700, a name no one can make ready
+ * beforehand) under TMPDIR, or /tmp.  0, or -1 with errno.
+ */
+static int
+ipc_private_dir(struct maro_ctx *c)
+{
+	const char *tmp = getenv("TMPDIR");
+
+	if (!tmp || *tmp != '/' || strlen(tmp) > 40)
+		tmp = "/tmp";
+	snprintf(c->ipc_dir, sizeof c->ipc_dir, "%s/maro-%lu.XXXXXX", tmp, (unsigned long)geteuid());
+	if (!mkdtemp(c->ipc_dir)) {
+		c->ipc_dir[0] = '\0';
+		return -1;
+	}
+	return 0;
+}
+
+/* The socket files this process bound are removed, and its private directory. */
+static void
+ipc_cleanup(struct maro_ctx *c)
+{
+	char path[sizeof c->ipc_dir + 64];
+	unsigned i;
+
+	if (!c->use_ipc || !c->ipc_dir[0])
+		return;
+	for (i = 0; i < c->serial; i++) {
+		snprintf(path, sizeof path, "%s/s.%ld.%u", c->ipc_dir, (long)getpid(), i);
+		unlink(path);
+	}
+	if (c->ipc_private)
+		rmdir(c->ipc_dir);
+}
+
 struct maro_ctx *
 maro_ctx_open(const struct maro_ctx_opts *o, char *errbuf, size_t errlen)
 {
@@ -116,8 +153,17 @@ maro_ctx_open(const struct maro_ctx_opts *o, char *errbuf, size_t errlen)
 	if (!strncmp(url, "dir:", 4) && (!tr || !*tr || !strcmp(tr, "ipc"))) {
 		int k = snprintf(c->ipc_dir, sizeof c->ipc_dir, "%s/%s", url + 4, group);
 
-		/* ipc paths must fit sun_path; room for "/s.PID.N" */
-		c->use_ipc = k > 0 && (size_t)k < 80;
+		/*
+		 * ipc paths must fit sun_path, with room for "/s.PID.N": a longer
+		 * registry path gets its sockets in a fresh private directory (a
+		 * name no one can make ready beforehand, mode 0700), never a
+		 * silent fall-back to loopback TCP, which any local user reaches
+		 */
+		if (k < 0 || (size_t)k >= 80) {
+			c->ipc_private = 1;	/* made at the first bind (ipc_private_dir) */
+			c->ipc_dir[0] = '\0';
+		}
+		c->use_ipc = 1;
 	}
 	if (adv && *adv)
 		snprintf(c->advertise, sizeof c->advertise, "%s", adv);
@@ -172,6 +218,7 @@ maro_ctx_close(struct maro_ctx *c)
 	if (c->zmq)
 		zmq_ctx_term(c->zmq);
 	maro_zap_join(c->zap);
+	ipc_cleanup(c);
 	if (c->key) {
 		maro_curve_wipe(c->key);
 		free(c->key);
@@ -311,7 +358,11 @@ zmq_bind_inbox(struct maro_ctx *c, char endpoint[MARO_ENDPOINT_MAX + 1])
 		}
 	}
 	if (c->use_ipc) {
-		mkdir(c->ipc_dir, 0700);
+		/* the registry's group directory (checked when it was opened), or ours */
+		if (c->ipc_private && !c->ipc_dir[0] && ipc_private_dir(c) < 0) {
+			zmq_close_sock(z, 0);
+			return NULL;
+		}
 		snprintf(want, sizeof want, "ipc://%s/s.%ld.%u", c->ipc_dir, (long)getpid(), c->serial++);
 		unlink(want + 6);
 	} else if (strchr(c->advertise, ':')) {

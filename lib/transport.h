@@ -51,7 +51,8 @@ struct maro_ctx {
 	char group[MARO_NAME_MAX + 1];
 	char advertise[MARO_HOST_MAX + 1];	/* tcp address to bind and advertise */
 	int use_ipc;				/* dir: registry and ipc transport */
-	char ipc_dir[512];
+	char ipc_dir[512];			/* where its sockets are */
+	int ipc_private;			/* ipc_dir is ours alone (mkdtemp): removed at close */
 	struct maro_cbor_limits limits;
 	size_t window;				/* unacknowledged messages per peer */
 	size_t window_bytes;			/* and their bytes (one message may exceed it) */

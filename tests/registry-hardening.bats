@@ -12,7 +12,10 @@ setup() {
 	use_registry
 	cd "$BATS_TEST_TMPDIR"
 }
-teardown() { default_teardown; }
+teardown() {
+	default_teardown
+	[ -z "${shared:-}" ] || rm -rf "$shared"
+}
 
 @test "a mistyped registry URL never shows its password, whatever its shape" {
 	local u
@@ -54,4 +57,57 @@ teardown() { default_teardown; }
 		wait_until 10 not_live svc.2
 		run -124 timeout 10 maro-recv -n svc.2 -W 1s
 	fi
+}
+
+# as_nobody CMD...: CMD as uid/gid 65534 (nobody), no other groups
+as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
+
+@test "dir: a registry directory another user made or can write is refused, 69, naming it" {
+	[ "$MARO_TEST_BACKEND" = dir ] || skip "dir: only"
+	[ "$(id -u)" -eq 0 ] || skip "needs root, to act as a second user (setpriv)"
+	# a place like /tmp: root's, sticky, anyone may write
+	shared=$(mktemp -d /tmp/maro-shared.XXXXXX)
+	chmod 1777 "$shared"
+	# another user makes the victim's default-looking root before its first run
+	as_nobody mkdir -m 777 "$shared/maro-0"
+	run -69 --separate-stderr maro-recv -n w2 -W 1s --registry "dir:$shared/maro-0"
+	assert_equal "$stderr" "maro-recv: registry directory '$shared/maro-0' is owned by another user (uid 65534): refused"
+	# ours, but writable by others
+	mkdir -m 700 "$shared/ours"
+	mkdir -m 777 "$shared/ours/maro"
+	chmod 777 "$shared/ours/maro"
+	run -69 --separate-stderr maro-peers -g maro --registry "dir:$shared/ours"
+	assert_equal "$stderr" "maro-peers: registry directory '$shared/ours/maro' is writable by others (mode 777): refused"
+	# a symbolic link where the root should be
+	ln -s "$shared/ours" "$shared/link"
+	run -69 --separate-stderr maro-peers --registry "dir:$shared/link"
+	[[ "$stderr" == *"registry directory '$shared/link' is a symbolic link: refused"* ]]
+	# above the root: another user's directory
+	as_nobody mkdir -m 755 "$shared/theirs"
+	run -69 --separate-stderr maro-peers --registry "dir:$shared/theirs/reg"
+	[[ "$stderr" == *"directory '$shared/theirs', above the registry, is owned by another user (uid 65534): refused"* ]]
+}
+
+@test "dir: a registry path too long for socket names keeps ipc in a private directory, never loopback TCP" {
+	[ "$MARO_TEST_BACKEND" = dir ] || skip "dir: only"
+	local long
+	long=$BATS_TEST_TMPDIR/$(printf 'p%.0s' $(seq 100))
+	export MARO_REGISTRY=dir:$long TMPDIR=$BATS_TEST_TMPDIR/tmp
+	mkdir -m 700 "$TMPDIR"
+	bg 30 maro-recv -n w1 -C 1 -f payload > got
+	local recv=$BG_PID
+	wait_until 10 is_live w1
+	run -0 maro-peers -f json
+	local ep
+	ep=$(jq -r .endpoint <<< "$output")
+	[[ "$ep" == "ipc://$TMPDIR/maro-$(id -u)."??????"/s."* ]]
+	[ "$(stat -c %a "$(dirname "${ep#ipc://}")")" = 700 ]
+	run -0 timeout 10 maro-send -p w1 -t t -d hello --notification -W 5s
+	wait_exit "$recv" 10
+	[ "$status" -eq 0 ]
+	run cat got
+	assert_output hello
+	# gone with its process: directory and socket
+	run ls -A "$TMPDIR"
+	assert_output ''
 }
