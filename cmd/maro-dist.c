@@ -336,8 +336,14 @@ route_raw(struct dist *d, const struct maro_msg *req, const char *line, size_t l
 	memcpy(m.extra, req->extra, req->nextra * sizeof req->extra[0]);
 	maro_msg_make_reply(&m, d->name, id);
 	d->reply.len = 0;
-	if (maro_buf_cbor_text(&d->reply, line, len) < 0)
-		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+	if (maro_buf_cbor_text(&d->reply, line, len) < 0) {
+		if (errno != EILSEQ)
+			maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+		/* not text: no reply, the request stays with its sender */
+		maro_warn("a handler's line for session %.*s is not valid UTF-8 text: no reply",
+		    (int)req->session_id.n, req->session_id.p ? req->session_id.p : "");
+		return -1;
+	}
 	m.payload.p = d->reply.p;
 	m.payload.n = d->reply.len;
 	return send_msg(d, &m);

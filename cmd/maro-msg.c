@@ -86,22 +86,11 @@ push(char ***v, size_t *n, char *s)
 	*v = t;
 }
 
-/* jansson takes only UTF-8: what a message's text must be. */
-static int
-utf8(const char *s, size_t n)
-{
-	json_t *j = json_stringn(s, n);
-
-	if (!j)
-		return 0;
-	json_decref(j);
-	return 1;
-}
-
+/* An argument that becomes a message's text must be UTF-8. */
 static const char *
 utf8_arg(const char *flag, const char *arg)
 {
-	if (!utf8(arg, strlen(arg)))
+	if (!maro_utf8_valid(arg, strlen(arg)))
 		maro_usage_error("the argument of %s is not valid UTF-8", flag);
 	return arg;
 }
@@ -193,7 +182,7 @@ next_payload(void)
 		}
 		json_decref(v);
 	} else {
-		if (!utf8(buf, (size_t)n)) {
+		if (!maro_utf8_valid(buf, (size_t)n)) {
 			flush();
 			maro_die(MARO_EXIT_DATAERR, "'%s' line %llu: not valid UTF-8", payloads_path,
 			    (unsigned long long)payloads_lineno);

@@ -185,7 +185,7 @@ main(int argc, char **argv)
 	if (!name || !*name)
 		maro_usage_error("a name is required (-n NAME or MARO_NAME)");
 	if (!maro_name_valid(name))
-		maro_usage_error("invalid name '%s' (letters, digits, '.', '_', '-')", name);
+		maro_usage_error("invalid name '%s' (letters, digits, '.', '_', '-', not first '.' or '_')", name);
 	if (type && !maro_name_valid(type))
 		maro_usage_error("invalid type '%s'", type);
 	if (f.by_session && count)

@@ -117,6 +117,8 @@ struct scatter {
 	int out_error;
 	int64_t started;
 	int input_done;		/* the total is known */
+	uint64_t lineno;	/* -t: the line next_input returned last (1 for the first) */
+	uint64_t lines_read;	/* -t: lines taken from the input so far */
 	int64_t progress_every;	/* --progress: a line this often (us), whatever stderr is; 0: off */
 	int64_t next_progress;
 	unsigned retries;	/* give a task up after this many failed attempts; 0: never */
@@ -489,7 +491,10 @@ add_task(struct scatter *s, const uint8_t *p, size_t n, struct maro_err *err)
 				maro_die(MARO_EXIT_SOFTWARE, "out of memory");
 			rc = -1;
 		} else if (maro_buf_cbor_text(&payload, (const char *)p, n) < 0) {
-			maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+			if (errno != EILSEQ)
+				maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+			snprintf(err->msg, sizeof err->msg, "not valid UTF-8 text");
+			goto out;
 		}
 		m.payload.p = payload.p;
 		m.payload.n = payload.len;
@@ -664,6 +669,7 @@ next_input(struct scatter *s, struct maro_reader *r, const uint8_t **p, size_t *
 		*n = nl ? (size_t)(nl - *p) : avail;
 		*off = r->base + r->start;
 		r->start += *n + (nl != NULL);
+		s->lineno = ++s->lines_read;
 		if (*n)
 			return 1;
 	}
@@ -833,9 +839,13 @@ main(int argc, char **argv)
 			if (rc < 0 || add_task(&s, ip, n, &err) < 0) {
 				if (rc >= 0)
 					err.offset += off;
-				snprintf(input_error, sizeof input_error,
-				    "malformed input at byte offset %llu: %s",
-				    (unsigned long long)err.offset, err.msg);
+				if (s.tag && rc >= 0)
+					snprintf(input_error, sizeof input_error, "malformed input at line %llu: %s",
+					    (unsigned long long)s.lineno, err.msg);
+				else
+					snprintf(input_error, sizeof input_error,
+					    "malformed input at byte offset %llu: %s",
+					    (unsigned long long)err.offset, err.msg);
 				input_status = MARO_EXIT_DATAERR;
 				input_done = 1;
 				break;

@@ -1,3 +1,4 @@
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -51,8 +52,13 @@ maro_build_messages(const struct maro_build *b, struct maro_buf *out, char *err,
 		if (b->ndata) {
 			for (i = 0; i < b->ndata; i++) {
 				payload.len = 0;
-				if (maro_buf_cbor_text(&payload, b->data[i], strlen(b->data[i])) < 0 ||
-				    one(b, dest, payload.p, payload.len, out) < 0)
+				if (maro_buf_cbor_text(&payload, b->data[i], strlen(b->data[i])) < 0 &&
+				    errno == EILSEQ) {
+					snprintf(err, errlen, "-d '%.64s' is not valid UTF-8 text",
+					    b->data[i]);
+					goto out;
+				}
+				if (!payload.len || one(b, dest, payload.p, payload.len, out) < 0)
 					goto nomem;
 			}
 		} else if (one(b, dest, b->json ? payload.p : NULL, payload.len, out) < 0) {

@@ -73,65 +73,6 @@ maro_str_dup(struct maro_str a)
 	return s;
 }
 
-static int
-utf8_valid(const uint8_t *s, size_t n)
-{
-	size_t i = 0;
-
-	while (i < n) {
-		uint8_t c;
-		size_t k;
-		uint32_t cp;
-		uint64_t w;
-
-		/* ASCII eight bytes at a time, and the tail in one word */
-		if (n - i >= 8) {
-			memcpy(&w, s + i, 8);
-			if (!(w & 0x8080808080808080ull)) {
-				i += 8;
-				continue;
-			}
-		} else {
-			/* the tail: the last eight bytes when there are so many (no call) */
-			if (n >= 8) {
-				memcpy(&w, s + n - 8, 8);
-			} else {
-				w = 0;
-				memcpy(&w, s + i, n - i);
-			}
-			if (!(w & 0x8080808080808080ull))
-				return 1;
-		}
-		c = s[i];
-		if (c < 0x80) {
-			i++;
-			continue;
-		}
-		if ((c & 0xe0) == 0xc0) {
-			k = 1;
-			cp = c & 0x1f;
-		} else if ((c & 0xf0) == 0xe0) {
-			k = 2;
-			cp = c & 0x0f;
-		} else if ((c & 0xf8) == 0xf0) {
-			k = 3;
-			cp = c & 0x07;
-		} else {
-			return 0;
-		}
-		for (size_t j = 1; j <= k; j++) {
-			if (i + j >= n || (s[i + j] & 0xc0) != 0x80)
-				return 0;
-			cp = cp << 6 | (s[i + j] & 0x3f);
-		}
-		if ((k == 1 && cp < 0x80) || (k == 2 && cp < 0x800) || (k == 3 && cp < 0x10000) ||
-		    cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-			return 0;
-		i += k + 1;
-	}
-	return 1;
-}
-
 static int bad(struct maro_err *err, size_t off, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
@@ -276,14 +217,22 @@ text_head(const uint8_t *p, size_t n)
 	return n && p[0] >> 5 == 3 && h && h <= n ? h : 0;
 }
 
-/* The UTF-8 text of the item of n bytes at p (n from item_len). */
+/*
+ * The UTF-8 text of the item of n bytes at p (n from item_len): a
+ * definite-length string, and without a NUL (-2), since it names something
+ * ("w1\0x" is not "w1").
+ */
 static int
 text_value(const uint8_t *p, size_t n, struct maro_str *out)
 {
 	size_t h = text_head(p, n);
 
-	if (!h || !utf8_valid(p + h, n - h))
+	if (n && p[0] == 0x7f)
+		return -3;
+	if (!h || !maro_utf8_valid(p + h, n - h))
 		return -1;
+	if (memchr(p + h, 0, n - h))
+		return -2;
 	out->p = (const char *)p + h;
 	out->n = n - h;
 	return 0;
@@ -341,6 +290,29 @@ key_index(struct maro_str s)
 #undef IS
 }
 
+/*
+ * A key written in chunks (an indefinite-length text string of klen bytes
+ * at p) that spells one of ours: which, else NKEYS.  Taken as an unknown
+ * key, it would slip past the check for a repeated key.
+ */
+static int
+chunked_key(const uint8_t *p, size_t klen)
+{
+	char buf[16];
+	size_t pos = 1, len = 0;
+
+	while (pos < klen && p[pos] != 0xff) {
+		size_t c = item_len(p + pos, klen - pos), h = text_head(p + pos, c);
+
+		if (!c || !h || len + (c - h) > sizeof buf)
+			return NKEYS;
+		memcpy(buf + len, p + pos + h, c - h);
+		len += c - h;
+		pos += c;
+	}
+	return key_index((struct maro_str){ buf, len });
+}
+
 /* Decodes the map at p; *end: where it ends (after the break of an indefinite map). */
 static int
 decode(struct maro_msg *m, const uint8_t *p, size_t n, size_t *end, struct maro_err *err)
@@ -380,6 +352,9 @@ decode(struct maro_msg *m, const uint8_t *p, size_t n, size_t *end, struct maro_
 			/* a key that is not one of ours is kept as it is, valid text or not */
 			if (text_bytes(p + pos, klen, &key) == 0)
 				k = key_index(key);
+			else if (p[pos] == 0x7f && (k = chunked_key(p + pos, klen)) < NKEYS)
+				return bad(err, pos, "key '%s' written in chunks: the message's own keys must be "
+				    "definite-length strings", key_names[k]);
 		}
 		pos += klen;
 		vlen = item_len(p + pos, n - pos);
@@ -419,6 +394,10 @@ decode(struct maro_msg *m, const uint8_t *p, size_t n, size_t *end, struct maro_
 					return bad(err, pos, "'%s' must be \"task\" or \"notification\"", key_names[k]);
 				if (k == KEY_SESSION_STAGE)
 					return bad(err, pos, "'%s' must be \"request\", \"receive\" or \"complete\"", key_names[k]);
+				if (e == -2)
+					return bad(err, pos, "'%s' must not contain a NUL byte", key_names[k]);
+				if (e == -3)
+					return bad(err, pos, "'%s' must be a definite-length text string", key_names[k]);
 				return bad(err, pos, "'%s' must be a UTF-8 text string", key_names[k]);
 			}
 		} else {

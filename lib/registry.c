@@ -81,7 +81,8 @@ maro_name_valid(const char *name)
 {
 	size_t i = name[0] == '~', n = strnlen(name, MARO_NAME_MAX + 1);
 
-	if (n == i || n > MARO_NAME_MAX)
+	/* its type is what comes before the first '.' or '_': never empty ("." and ".." included) */
+	if (n == i || n > MARO_NAME_MAX || name[i] == '.' || name[i] == '_')
 		return 0;
 	for (; i < n; i++)
 		if (!name_char((unsigned char)name[i]))

@@ -118,7 +118,7 @@ ssize_t maro_registry_list(struct maro_registry *r, const char *prefix,
 
 /* The type of a name: up to the first '.' or '_' (the whole name if none). */
 void maro_name_type(const char *name, char type[MARO_NAME_MAX + 1]);
-/* Names are 1..128 bytes of [A-Za-z0-9._-], or '~' then those (private). */
+/* Names are 1..128 bytes of [A-Za-z0-9._-], not first '.' or '_', or '~' then those (private). */
 int maro_name_valid(const char *name);
 
 #endif

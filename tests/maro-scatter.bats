@@ -57,11 +57,11 @@ teardown() { default_teardown; }
 	assert_output --partial "no destination"
 }
 
-@test "maro-scatter: invalid JSON line is 65 with its offset, the tasks before it done" {
+@test "maro-scatter: invalid JSON line is 65 with its line number, the tasks before it done" {
 	bg 30 maro-dist -n w.1 --raw --co '*:a:1' 'cat'
 	run timeout 20 sh -c 'printf "1\n{\n" | maro-scatter -P w -t a --json-lines -W 15s -f payload'
 	assert_failure 65
-	assert_output --partial "byte offset 2"
+	assert_output --partial "malformed input at line 2: invalid JSON"
 	assert_line --index 0 1
 }
 

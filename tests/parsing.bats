@@ -1,0 +1,75 @@
+#!/usr/bin/env bats
+# backends: dir
+# Parsing is one rule everywhere: names never hide a NUL, the message's own
+# keys are definite-length strings, names have a type, and every line that
+# becomes text is UTF-8.
+
+load helpers
+
+setup() {
+	use_registry
+	cd "$BATS_TEST_TMPDIR"
+}
+teardown() { default_teardown; }
+
+@test "a NUL in a destination, a source or a tag makes the message malformed (not 'w1\\0x' delivered to w1)" {
+	run -65 --separate-stderr bash -c "printf '\xa2\x63tag\x61t\x6bdestination\x64w1\x00x' | maro-msg -f json"
+	assert_equal "$stderr" "maro-msg: malformed input at byte offset 19: 'destination' must not contain a NUL byte"
+	run -65 --separate-stderr bash -c "printf '\xa2\x63tag\x61t\x66source\x63a\x00b' | maro-msg -f json"
+	[[ "$stderr" == *"'source' must not contain a NUL byte"* ]]
+	run -65 --separate-stderr bash -c "printf '\xa1\x63tag\x63t\x00t' | maro-msg -f json"
+	[[ "$stderr" == *"'tag' must not contain a NUL byte"* ]]
+	# and on the way to a peer: nothing reaches w1
+	bg 30 maro-recv -n w1 -f payload -W 5s > got
+	wait_until 10 is_live w1
+	run -65 --separate-stderr bash -c "printf '\xa2\x63tag\x61t\x6bdestination\x64w1\x00x' | maro-send -W 2s"
+	[[ "$stderr" == *"'destination' must not contain a NUL byte"* ]]
+	run -65 --separate-stderr bash -c 'maro-msg -i json <<< "{\"tag\":\"t\",\"destination\":\"w1\\u0000x\"}"'
+	[[ "$stderr" == *"'destination' must not contain a NUL byte"* ]]
+	run -0 cat got
+	assert_output ''
+}
+
+@test "the message's own keys are definite-length strings: 'source' in chunks is refused, not a second source" {
+	run -65 --separate-stderr bash -c "printf '\xa3\x63tag\x61t\x66source\x61a\x7f\x63sou\x63rce\xff\x64evil' | maro-msg -f json"
+	assert_equal "$stderr" "maro-msg: malformed input at byte offset 16: key 'source' written in chunks: the message's own keys must be definite-length strings"
+	run -65 --separate-stderr bash -c "printf '\xa1\x63tag\x7f\x61a\x61b\xff' | maro-msg -f json"
+	[[ "$stderr" == *"'tag' must be a definite-length text string"* ]]
+	# an unknown key in chunks is kept, and a payload in chunks is read
+	run -0 bash -c "printf '\xa3\x63tag\x61t\x7f\x62my\x63key\xff\x61v\x67payload\x7f\x61a\x61b\xff' | maro-msg -f payload"
+	assert_output ab
+}
+
+@test "-n . and -n .. are usage errors (2) naming them, in every tool that takes a name" {
+	run -2 --separate-stderr maro-send -n . -p w -t t
+	[[ "$stderr" == "maro-send: invalid name '.'"* ]]
+	run -2 --separate-stderr maro-recv -n ..
+	[[ "$stderr" == "maro-recv: invalid name '..'"* ]]
+	run -2 --separate-stderr maro-scatter -n . -P w -t t
+	[[ "$stderr" == "maro-scatter: invalid name '.'"* ]]
+	run -2 --separate-stderr maro-bcast -n .. -P w -t t
+	[[ "$stderr" == "maro-bcast: invalid name '..'"* ]]
+	run -2 --separate-stderr maro-wait-event -n . 'a:b:1'
+	[[ "$stderr" == "maro-wait-event: invalid name '.'"* ]]
+	run -2 --separate-stderr maro-dist -n _x --on 'a:b:1' true
+	[[ "$stderr" == "maro-dist: invalid name '_x'"* ]]
+	run -2 --separate-stderr maro-send -p .. -t t
+	[[ "$stderr" == "maro-send: invalid peer name '..'"* ]]
+}
+
+@test "maro-scatter -t: a line that is not UTF-8 is refused (65, its line number) after the lines before it are done" {
+	bg 30 maro-dist -n worker.1 --raw --co '*:x:1' 'while IFS= read -r l; do echo "r:$l"; done'
+	wait_until 10 is_live worker.1
+	run -65 --separate-stderr timeout 20 bash -c "printf 'ok\n\n\xff\xfe\nnever\n' | maro-scatter -P worker -t x -W 10s -f payload"
+	assert_output 'r:ok'
+	[[ "$stderr" == *"malformed input at line 3: not valid UTF-8 text"* ]]
+}
+
+@test "maro-send -d that is not UTF-8 is a usage error; a handler's line that is not UTF-8 gets no reply, said" {
+	run -2 --separate-stderr timeout 10 maro-send -p w -t t -d $'\xff' -W 2s
+	[[ "$stderr" == *"-d '"*"' is not valid UTF-8 text"* ]]
+	bg 30 maro-dist -n worker.1 --raw --co '*:x:1' 'while IFS= read -r l; do printf "\377\n"; done' 2> dist.err
+	wait_until 10 is_live worker.1
+	run -124 timeout 10 maro-send -p worker.1 -t x -d hi -W 2s
+	grep -q "is not valid UTF-8 text: no reply" dist.err
+}
