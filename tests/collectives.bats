@@ -120,7 +120,8 @@ out() { tr '\n' ' ' < "out.$1"; }
 	done
 	for r in 0 1 2; do
 		wait_exit "${pids[$r]}" 30
-		[ "$status" -eq 1 ] || [ "$status" -eq 124 ]
+		# its send reached the two others, not rank 3: done in part
+		[ "$status" -eq 1 ]
 		grep -q "not delivered to 'coll.3'" "err.$r"
 	done
 }

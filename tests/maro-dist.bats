@@ -179,7 +179,9 @@ start_collector() {
 	requests 200
 	run timeout 60 maro-send -n master -W 20s -f payload < in.cbor
 	assert_success
-	[ "${lines[0]}" = r2 ] && [ "${lines[1]}" = r1 ] && [ "${lines[199]}" = r199 ]
+	[ "${lines[0]}" = r2 ]
+	[ "${lines[1]}" = r1 ]
+	[ "${lines[199]}" = r199 ]
 	[ "$(printf '%s\n' "${lines[@]}" | sort -V)" = "$(seq 200 | sed 's/^/r/')" ]
 }
 

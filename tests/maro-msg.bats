@@ -243,7 +243,8 @@ good() { maro-msg -t ok -d "$1" -n src; }
 	assert_success
 	[ "$(jq -c 'del(.message_id)' <<< "$output")" = '{"tag":"sum","source":"w.1","destination":"boss","session_type":"task","session_stage":"complete","session_id":"'$sid'","reply_to":"inbox.boss","payload":"done"}' ]
 	id=$(jq -r .message_id <<< "$output")
-	[[ $id =~ $uuid ]] && [ "$id" != "$mid" ]
+	[[ $id =~ $uuid ]]
+	[ "$id" != "$mid" ]
 	# two replies to one request: two message ids
 	run sh -c 'cat req.cbor req.cbor | maro-msg reply -f json | jq -r .message_id | sort -u | wc -l'
 	assert_output 2
@@ -328,7 +329,8 @@ good() { maro-msg -t ok -d "$1" -n src; }
 	{ good 1; good 2; } > ok.cbor
 	run --separate-stderr maro-msg --check < ok.cbor
 	assert_success
-	[ "$output" = "" ] && [ "$stderr" = "" ]
+	[ "$output" = "" ]
+	[ "$stderr" = "" ]
 	run --separate-stderr maro-msg --check -v < ok.cbor
 	assert_success
 	[ "$output" = "" ]
@@ -437,12 +439,16 @@ bad_input() {
 @test "empty input: exit 0, no output" {
 	for f in cbor json diag payload; do
 		run --separate-stderr maro-msg -f $f < /dev/null
-		[ "$status" -eq 0 ] && [ "$output" = "" ] && [ "$stderr" = "" ]
+		[ "$status" -eq 0 ]
+		[ "$output" = "" ]
+		[ "$stderr" = "" ]
 	done
 	run --separate-stderr maro-msg -i json -f json < /dev/null
-	[ "$status" -eq 0 ] && [ "$output" = "" ]
+	[ "$status" -eq 0 ]
+	[ "$output" = "" ]
 	run --separate-stderr maro-msg reply < /dev/null
-	[ "$status" -eq 0 ] && [ "$output" = "" ]
+	[ "$status" -eq 0 ]
+	[ "$output" = "" ]
 	run --separate-stderr maro-msg --check -v < /dev/null
 	[ "$status" -eq 0 ] && [ "$stderr" = "maro-msg: 0 messages ok" ]
 }
@@ -517,7 +523,8 @@ bad_input() {
 	[ "$status" -eq 0 ]
 	[ "$stderr" = "" ]
 	[[ ${lines[0]} == "usage: maro-msg [-f cbor|json|diag|payload]"* ]]
-	[[ $output == *"maro-msg -t TAG"* ]] && [[ $output == *"maro-msg reply"* ]]
+	[[ $output == *"maro-msg -t TAG"* ]]
+	[[ $output == *"maro-msg reply"* ]]
 	run --separate-stderr maro-msg -h
 	[ "$status" -eq 0 ]
 	run --separate-stderr maro-msg -V

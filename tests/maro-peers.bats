@@ -58,7 +58,8 @@ listed() { maro-peers -f json | jq -r .name | grep -qx "$1"; }
 	head=${lines[0]%%ENDPOINT*}
 	a=${lines[1]%%ipc://*}
 	b=${lines[2]%%tcp://*}
-	[ "${#head}" -eq "${#a}" ] && [ "${#head}" -eq "${#b}" ]
+	[ "${#head}" -eq "${#a}" ]
+	[ "${#head}" -eq "${#b}" ]
 	run --separate-stderr maro-peers -v
 	assert_success
 	[[ "$stderr" == *"group '$MARO_GROUP' in the ${MARO_TEST_BACKEND:-dir} registry"* ]]
@@ -161,7 +162,7 @@ listed() { maro-peers -f json | jq -r .name | grep -qx "$1"; }
 	kill -9 "$HOLD_PID"
 	wait_until 5 sh -c "! kill -0 $HOLD_PID 2>/dev/null"
 	if backend dir; then
-		! listed worker.2
+		run ! listed worker.2
 		run maro-peers -f json
 		assert_output --partial '"worker.1"'
 	else

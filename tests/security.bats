@@ -35,7 +35,7 @@ keyed_recv() {
 	assert_output "maro-keygen: cannot create 'group.key': File exists"
 	cmp group.key before
 	maro-keygen other.key
-	! cmp -s group.key other.key
+	run ! cmp -s group.key other.key
 	run maro-keygen
 	assert_failure 2
 	run maro-keygen a b
@@ -144,7 +144,7 @@ keyed_recv() {
 		maro-send --keyfile group.key --notification -t x -d MARKER-curve-5678 -p w -W 10s
 	assert_success
 	grep -q 'sendto\|write' curve.trace
-	! grep -q 'MARKER-curve' curve.trace
+	run ! grep -q 'MARKER-curve' curve.trace
 	wait_exit "$RECV" 20
 	[ "$(cat w.out)" = MARKER-curve-5678 ]
 }
