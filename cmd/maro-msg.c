@@ -136,7 +136,8 @@ emit(const uint8_t *p, size_t n, const char *where, uint64_t at)
 	struct maro_err err;
 
 	line.len = 0;
-	if (maro_format_item(&line, format, p, n, &err) < 0)
+	/* asked for that format: what it cannot say is an error, named */
+	if (maro_format_item(&line, (enum maro_format)(format | MARO_FORMAT_STRICT), p, n, &err) < 0)
 		bad_input(where, at, "%s", err.msg);
 	if (maro_writer_put(&out, line.p, line.len) < 0)
 		write_error();

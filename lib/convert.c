@@ -167,6 +167,15 @@ string_bytes(const cbor_item_t *it, struct maro_buf *tmp, const uint8_t **p, siz
 
 /* RFC 4648 base64url without padding, or base64 with it. */
 static int
+base64(const uint8_t *p, size_t n, int url, struct maro_buf *out);
+
+int
+maro_base64url(const uint8_t *p, size_t n, struct maro_buf *out)
+{
+	return base64(p, n, 1, out);
+}
+
+static int
 base64(const uint8_t *p, size_t n, int url, struct maro_buf *out)
 {
 	const char *tab = url ?

@@ -41,5 +41,7 @@ int maro_json_to_cbor(const json_t *v, struct maro_buf *out);
  * 0, or -1 with err->msg set.
  */
 int maro_cbor_to_diag(const uint8_t *p, size_t n, struct maro_buf *out, struct maro_err *err);
+/* Appends p[0..n) in base64url (RFC 4648), without padding.  0, or -1 (ENOMEM). */
+int maro_base64url(const uint8_t *p, size_t n, struct maro_buf *out);
 
 #endif

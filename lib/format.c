@@ -50,20 +50,41 @@ text_bytes(struct maro_buf *out, const uint8_t *p, size_t n)
 	return 0;
 }
 
+/*
+ * What the human formats cannot say (a value libcbor 0.8 cannot decode, a
+ * text that is not UTF-8, nesting past the limit): the item's own bytes,
+ * whole, as the JSON line {"cbor":"BASE64URL"} (maro(7)), so that a
+ * receiver prints and acknowledges every message it was given.
+ */
+static int
+fallback_line(struct maro_buf *out, size_t at, const uint8_t *p, size_t n)
+{
+	out->len = at;
+	if (maro_buf_puts(out, "{\"cbor\":\"") < 0 || maro_base64url(p, n, out) < 0 ||
+	    maro_buf_puts(out, "\"}\n") < 0)
+		return -1;
+	return 0;
+}
+
 int
 maro_format_msg(struct maro_buf *out, enum maro_format f, const struct maro_msg *m,
     const uint8_t *p, size_t n, struct maro_err *err)
 {
+	size_t at = out->len;
+	int strict = (int)f & MARO_FORMAT_STRICT;
+
 	err->offset = 0;
 	err->msg[0] = '\0';
-	switch (f) {
+	switch ((enum maro_format)((int)f & ~MARO_FORMAT_STRICT)) {
 	case MARO_FORMAT_CBOR:
 		return maro_buf_append(out, p, n);
 	case MARO_FORMAT_JSON:
-		return json_line(out, p, n, err);
+		if (json_line(out, p, n, err) < 0)
+			return strict ? -1 : fallback_line(out, at, p, n);
+		return 0;
 	case MARO_FORMAT_DIAG:
 		if (maro_cbor_to_diag(p, n, out, err) < 0)
-			return -1;
+			return strict ? -1 : fallback_line(out, at, p, n);
 		return maro_buf_append(out, "\n", 1);
 	case MARO_FORMAT_PAYLOAD:
 		if (!m->payload.p)
@@ -74,7 +95,11 @@ maro_format_msg(struct maro_buf *out, enum maro_format f, const struct maro_msg 
 				return -1;
 			return maro_buf_append(out, "\n", 1);
 		}
-		return json_line(out, m->payload.p, m->payload.n, err);
+		if (json_line(out, m->payload.p, m->payload.n, err) < 0)
+			return strict ? -1 : fallback_line(out, at, m->payload.p, m->payload.n);
+		return 0;
+	case MARO_FORMAT_STRICT:
+		break;
 	}
 	return -1;
 }
@@ -85,8 +110,10 @@ maro_format_item(struct maro_buf *out, enum maro_format f, const uint8_t *p, siz
 {
 	struct maro_msg m;
 
+	int payload = ((int)f & ~MARO_FORMAT_STRICT) == MARO_FORMAT_PAYLOAD;
+
 	/* only the payload format needs the message's fields */
-	if (f == MARO_FORMAT_PAYLOAD && maro_msg_decode(&m, p, n, err) < 0)
+	if (payload && maro_msg_decode(&m, p, n, err) < 0)
 		return -1;
-	return maro_format_msg(out, f, f == MARO_FORMAT_PAYLOAD ? &m : NULL, p, n, err);
+	return maro_format_msg(out, f, payload ? &m : NULL, p, n, err);
 }

@@ -17,6 +17,12 @@ enum maro_format {
 	MARO_FORMAT_JSON,
 	MARO_FORMAT_DIAG,
 	MARO_FORMAT_PAYLOAD,
+	/*
+	 * Or'ed in: what the format cannot say is an error (-1), not the
+	 * lossless {"cbor":"BASE64URL"} line every receiver writes instead
+	 * (maro(7)); for a converter asked for that very format (maro-msg).
+	 */
+	MARO_FORMAT_STRICT = 0x100,
 };
 
 /*

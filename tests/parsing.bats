@@ -73,3 +73,21 @@ teardown() { default_teardown; }
 	run -124 timeout 10 maro-send -p worker.1 -t x -d hi -W 2s
 	grep -q "is not valid UTF-8 text: no reply" dist.err
 }
+
+@test "a message JSON cannot print is written losslessly as {\"cbor\":...} and acknowledged, not resent for ever" {
+	bg 30 maro-recv -n w1 -C 1 -f json > got
+	local recv=$BG_PID
+	wait_until 10 is_live w1
+	# simple(16): well-formed, and nothing JSON (nor libcbor 0.8) can say
+	run -0 --separate-stderr timeout 10 bash -c "printf '\xa3\x63tag\x61t\x6csession_type\x6cnotification\x67payload\xf0' | maro-send -p w1 -W 5s"
+	wait_exit "$recv" 10
+	[ "$status" -eq 0 ]
+	# the message's own bytes, whole (base64url): a message whose payload,
+	# its last byte, is still simple(16)
+	b64=$(jq -r .cbor got | tr -- '-_' '+/')
+	while [ $((${#b64} % 4)) -ne 0 ]; do b64="$b64="; done
+	base64 -d <<< "$b64" > back.cbor
+	run -0 maro-msg --check < back.cbor
+	run -0 sh -c 'tail -c 8 back.cbor | od -An -c | tr -s " "'
+	assert_output ' p a y l o a d 360'
+}
