@@ -49,7 +49,12 @@ int maro_strset_take_h(struct maro_strset *s, const char *key, size_t len, uint6
 void maro_strset_foreach(const struct maro_strset *s,
     void (*fn)(void *arg, const char *key, size_t len, unsigned count), void *arg);
 void maro_strset_free(struct maro_strset *s);
-/* A 64-bit hash of n bytes (not keyed: for tables, not for secrets). */
+/* The longest way from a key's home slot to where it is: how bad the table's collisions are. */
+size_t maro_strset_max_probe(const struct maro_strset *s);
+/*
+ * A 64-bit hash of n bytes for tables: SipHash-2-4 under a random key of
+ * this process (the same bytes hash differently in another process).
+ */
 uint64_t maro_hash64(const void *p, size_t n);
 
 #endif

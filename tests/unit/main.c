@@ -80,6 +80,8 @@ main(int argc, char **argv)
 	if ((argc == 4 || argc == 6) && !strcmp(argv[1], "outsider"))
 		return fixture_outsider(argv[2], argv[3], argc == 6 ? argv[4] : NULL,
 		    argc == 6 ? argv[5] : NULL);
+	if (argc == 2 && !strcmp(argv[1], "--hash-child"))
+		return hash_child();
 	if ((argc == 3 || argc == 4) && !strcmp(argv[1], "hold"))
 		return hold(argv[2], argc == 4 ? argv[3] : NULL);
 	if (argc > 1) {
@@ -94,6 +96,7 @@ main(int argc, char **argv)
 	test_event();
 	test_curve();
 	test_strset();
+	test_hash();
 	test_transport();
 	printf("unit: %d passed, %d failed\n", unit_passed, unit_failed);
 	return unit_failed ? 1 : 0;

@@ -20,6 +20,8 @@ void test_registry(void);
 void test_event(void);
 void test_curve(void);
 void test_strset(void);
+void test_hash(void);
+int hash_child(void);
 void test_transport(void);
 
 /* Fixtures the bats suites run as "unit-tests NAME ARGS". */
