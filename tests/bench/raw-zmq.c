@@ -21,6 +21,11 @@
  *                                        at most WINDOW unanswered per peer;
  *                                        exits when every reply is in
  *   raw-zmq repeat FILE COUNT            write FILE COUNT times to stdout
+ *   raw-zmq ids COUNT crafted|honest     write COUNT notifications to stdout,
+ *                                        their 40-byte printable message_ids
+ *                                        crafted to share one slot of the
+ *                                        unkeyed hash maro's duplicate filter
+ *                                        once used, or random ones
  *
  * ENDPOINT is tcp://127.0.0.1:* (a free port) or ipc://PATH (peers append .I).
  */
@@ -481,6 +486,86 @@ repeat(const char *file, long count)
 	return fflush(stdout) != 0;
 }
 
+/* The unkeyed hash maro's tables used before SipHash (8-byte multiples). */
+#define M1 0xbf58476d1ce4e5b9ull
+#define F1 0xff51afd7ed558ccdull
+#define F2 0xc4ceb9fe1a85ec53ull
+
+static uint64_t
+inverse(uint64_t a)
+{
+	uint64_t x = a;
+
+	for (int i = 0; i < 6; i++)
+		x *= 2 - a * x;
+	return x;
+}
+
+static uint64_t
+unshift(uint64_t y, unsigned s)
+{
+	uint64_t x = y;
+
+	for (unsigned k = s; k < 64; k += s)
+		x = y ^ (x >> s);
+	return x;
+}
+
+static int
+printable(uint64_t w)
+{
+	for (int k = 0; k < 8; k++, w >>= 8)
+		if ((w & 0xff) < 0x21 || (w & 0xff) > 0x7e)
+			return 0;
+	return 1;
+}
+
+static int
+ids(long count, int crafted)
+{
+	static const uint8_t head[] = "\xa4\x63tag\x61n\x6csession_type\x6cnotification\x6amessage_id\x78\x28";
+	static const uint8_t tail[] = "\x67payload\x61x";
+	uint64_t rnd = 0x243f6a8885a308d3ull;
+	long i;
+
+	for (i = 0; i < count; i++) {
+		uint8_t id[40];
+		uint64_t h, w, want = (uint64_t)i << 18 | 12345, base;
+
+		snprintf((char *)id, 17, "%016lx", (unsigned long)i);
+		memset(id + 16, 'a', 8);
+		for (;;) {
+			/* the fourth word drawn at random until the fifth, solved for, is printable */
+			rnd ^= rnd << 13, rnd ^= rnd >> 7, rnd ^= rnd << 17;
+			for (int k = 0; k < 8; k++)
+				id[24 + k] = (uint8_t)(0x21 + (rnd >> (8 * k)) % 94);
+			if (!crafted) {
+				for (int k = 0; k < 8; k++)
+					id[32 + k] = (uint8_t)(0x21 + (rnd >> (8 * k + 3)) % 94);
+				break;
+			}
+			base = 0x9e3779b97f4a7c15ull ^ 40;
+			for (int k = 0; k < 32; k += 8) {
+				memcpy(&w, id + k, 8);
+				base = (base ^ w) * M1;
+				base ^= base >> 31;
+			}
+			h = unshift(want, 33) * inverse(F2);
+			h = unshift(h, 33) * inverse(F1);
+			h = unshift(h, 33);
+			w = (unshift(h, 31) * inverse(M1)) ^ base;
+			if (printable(w)) {
+				memcpy(id + 32, &w, 8);
+				break;
+			}
+		}
+		if (fwrite(head, 1, sizeof head - 1, stdout) != sizeof head - 1 ||
+		    fwrite(id, 1, 40, stdout) != 40 || fwrite(tail, 1, sizeof tail - 1, stdout) != sizeof tail - 1)
+			return 1;
+	}
+	return fflush(stdout) ? 1 : 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -498,7 +583,9 @@ main(int argc, char **argv)
 		return round_trip(argv[2], (size_t)atol(argv[3]));
 	if (!strcmp(mode, "repeat") && argc == 4)
 		return repeat(argv[2], atol(argv[3]));
+	if (!strcmp(mode, "ids") && argc == 4 && (!strcmp(argv[3], "crafted") || !strcmp(argv[3], "honest")))
+		return ids(atol(argv[2]), !strcmp(argv[3], "crafted"));
 	fprintf(stderr, "usage: raw-zmq stream|rr ENDPOINT COUNT SIZE | peers ENDPOINT N FILE [cat] |\n"
-	    "       round FILE SIZE | deal FILE COUNT WINDOW | repeat FILE COUNT\n");
+	    "       round FILE SIZE | deal FILE COUNT WINDOW | repeat FILE COUNT | ids COUNT crafted|honest\n");
 	return 2;
 }
