@@ -167,7 +167,7 @@ next_payload(void)
 	reply_payload.len = 0;
 	if (payloads_json) {
 		json_error_t je;
-		json_t *v = json_loadb(buf, (size_t)n, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
+		json_t *v = json_loadb(buf, (size_t)n, MARO_JSON_LOAD_FLAGS, &je);
 
 		if (!v) {
 			flush();
@@ -281,7 +281,7 @@ json_line(const char *s, size_t n, uint64_t lineno)
 	if (strspn(s, " \t\r") >= n)
 		return;
 	/* a repeated key is refused, as it is in a CBOR message */
-	v = json_loadb(s, n, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);
+	v = json_loadb(s, n, MARO_JSON_LOAD_FLAGS, &je);
 	if (!v)
 		bad_input("line", lineno, "invalid JSON at column %d: %s", je.column, je.text);
 	if (!json_is_object(v)) {
@@ -405,7 +405,7 @@ reply_setup(const struct maro_build *b, const char *payloads_file)
 		check_reply_payload();
 	} else if (b->json) {
 		json_error_t je;
-		json_t *v = json_loads(b->json, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
+		json_t *v = json_loads(b->json, MARO_JSON_LOAD_FLAGS, &je);
 
 		if (!v)
 			maro_usage_error("invalid JSON payload (line %d, column %d): %s", je.line,

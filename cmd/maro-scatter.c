@@ -479,7 +479,7 @@ add_task(struct scatter *s, const uint8_t *p, size_t n, struct maro_err *err)
 		m.tag = maro_str_c(s->tag);
 		if (s->json_lines) {
 			json_error_t je;
-			json_t *v = json_loadb((const char *)p, n, JSON_DECODE_ANY, &je);
+			json_t *v = json_loadb((const char *)p, n, MARO_JSON_LOAD_FLAGS, &je);
 
 			if (!v) {
 				snprintf(err->msg, sizeof err->msg, "invalid JSON: %s", je.text);

@@ -32,7 +32,7 @@ maro_build_messages(const struct maro_build *b, struct maro_buf *out, char *err,
 
 	if (b->json) {
 		json_error_t je;
-		json_t *v = json_loads(b->json, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
+		json_t *v = json_loads(b->json, MARO_JSON_LOAD_FLAGS, &je);
 
 		if (!v) {
 			snprintf(err, errlen, "invalid JSON payload (line %d, column %d): %s",

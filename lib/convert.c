@@ -275,6 +275,11 @@ map_to_json(const cbor_item_t *it, enum hint hint, unsigned depth, struct maro_e
 			kp = key.p;
 			kn = key.len;
 		}
+		/* jansson reads no NUL in a key: what we write must read back */
+		if (kn && memchr(kp, '\0', kn)) {
+			fail(err, 0, "map key holds a NUL character (JSON input could not read it back)");
+			goto bad;
+		}
 		v = to_json(pairs[i].value, hint, depth + 1, err);
 		if (!v)
 			goto bad;
@@ -340,6 +345,24 @@ to_json(const cbor_item_t *it, enum hint hint, unsigned depth, struct maro_err *
 		cbor_item_t *t = cbor_tag_item(it);
 		uint64_t tag = cbor_tag_value(it);
 
+		/* a bignum: its bytes in base64url, a negative one after a '~' (RFC 8949 6.1) */
+		if ((tag == 2 || tag == 3) && cbor_isa_bytestring(t)) {
+			v = bytes_to_json(t, HINT_BASE64URL, err);
+			cbor_decref(&t);
+			if (v && tag == 3) {
+				struct maro_buf b = { 0 };
+				json_t *neg = NULL;
+
+				if (maro_buf_append(&b, "~", 1) == 0 &&
+				    maro_buf_append(&b, json_string_value(v), json_string_length(v)) == 0)
+					neg = json_stringn((const char *)b.p, b.len);
+				maro_buf_free(&b);
+				json_decref(v);
+				if (!(v = neg))
+					nomem(err);
+			}
+			return v;
+		}
 		/* the tag number is dropped; 21-23 say how to write the byte strings inside */
 		if (tag == 21)
 			hint = HINT_BASE64URL;

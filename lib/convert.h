@@ -44,4 +44,11 @@ int maro_cbor_to_diag(const uint8_t *p, size_t n, struct maro_buf *out, struct m
 /* Appends p[0..n) in base64url (RFC 4648), without padding.  0, or -1 (ENOMEM). */
 int maro_base64url(const uint8_t *p, size_t n, struct maro_buf *out);
 
+/*
+ * How every JSON input is read (-i json, --json, --payloads-json,
+ * --json-lines): any value, a repeated object key refused (as a repeated
+ * key of a message is), \u0000 allowed in strings.
+ */
+#define MARO_JSON_LOAD_FLAGS (JSON_DECODE_ANY | JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL)
+
 #endif

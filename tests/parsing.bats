@@ -91,3 +91,41 @@ teardown() { default_teardown; }
 	run -0 sh -c 'tail -c 8 back.cbor | od -An -c | tr -s " "'
 	assert_output ' p a y l o a d 360'
 }
+
+@test "CBOR to JSON: a negative bignum has the '~' of RFC 8949 6.1, a positive one not" {
+	printf '\xa2\x63tag\x61x\x67payload\xc3\x42\x01\x00' > neg.cbor
+	printf '\xa2\x63tag\x61x\x67payload\xc2\x42\x01\x00' > pos.cbor
+	run -0 maro-msg -f payload < neg.cbor
+	[ "$output" = '"~AQA"' ]
+	run -0 maro-msg -f payload < pos.cbor
+	[ "$output" = '"AQA"' ]
+}
+
+@test "CBOR to JSON: a map key holding a NUL is refused (no JSON input could read it back)" {
+	printf '\xa2\x63tag\x61x\x67payload\xa1\x62a\x00\x01' > in.cbor
+	run --separate-stderr maro-msg -f json < in.cbor
+	[ "$status" -eq 65 ]
+	[ "$stderr" = "maro-msg: malformed input at byte offset 0: map key holds a NUL character (JSON input could not read it back)" ]
+}
+
+@test "JSON input: a repeated key is refused everywhere (-i json, --json, --payloads-json, --json-lines)" {
+	run --separate-stderr maro-msg -i json <<< '{"tag":"x","tag":"y"}'
+	[ "$status" -eq 65 ]
+	[ "$stderr" = "maro-msg: malformed input at line 1: invalid JSON at column 16: duplicate object key near '\"tag\"'" ]
+	run --separate-stderr maro-msg -t x --json '{"a":1,"a":2}'
+	[ "$status" -eq 2 ]
+	[[ $stderr == "maro-msg: invalid JSON payload (line 1, column 10): duplicate object key near '\"a\"'"* ]]
+	run --separate-stderr maro-send -p w -t x --json '{"a":1,"a":2}' -W 1s
+	[ "$status" -eq 2 ]
+	[[ $stderr == "maro-send: invalid JSON payload (line 1, column 10): duplicate object key near '\"a\"'"* ]]
+	printf '{"a":1,"a":2}\n' > p.json
+	maro-msg -t q -d 1 -n boss > req.cbor
+	run --separate-stderr maro-msg reply -n w --payloads p.json --payloads-json < req.cbor
+	[ "$status" -eq 65 ]
+	[[ $stderr == "maro-msg: 'p.json' line 1: invalid JSON at column 10: duplicate object key near '\"a\"'" ]]
+	bg 30 maro-dist -n w.1 --raw --co '*:a:1' 'cat'
+	run --separate-stderr timeout 20 sh -c 'printf "1\n{\"a\":1,\"a\":2}\n" | maro-scatter -P w -t a --json-lines -W 15s -f payload'
+	[ "$status" -eq 65 ]
+	[ "$output" = 1 ]
+	[ "$stderr" = "maro-scatter: malformed input at byte offset 2: invalid JSON: duplicate object key near '\"a\"'" ]
+}
