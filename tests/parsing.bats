@@ -127,5 +127,5 @@ teardown() { default_teardown; }
 	run --separate-stderr timeout 20 sh -c 'printf "1\n{\"a\":1,\"a\":2}\n" | maro-scatter -P w -t a --json-lines -W 15s -f payload'
 	[ "$status" -eq 65 ]
 	[ "$output" = 1 ]
-	[ "$stderr" = "maro-scatter: malformed input at byte offset 2: invalid JSON: duplicate object key near '\"a\"'" ]
+	[ "$stderr" = "maro-scatter: malformed input at line 2: invalid JSON: duplicate object key near '\"a\"'" ]
 }
