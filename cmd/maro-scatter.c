@@ -979,7 +979,8 @@ main(int argc, char **argv)
 			if (!s.quiet)
 				maro_warn("timed out: %zu of %zu tasks %s", missing, s.ntasks,
 				    s.async ? "not delivered" : "unanswered");
-			if (missing && (s.ndone || s.delivered))
+			/* some answered (with --async: delivered) is done in part; none, a timeout */
+			if (missing && (s.async ? s.delivered > 0 : s.ndone > 0))
 				status = MARO_EXIT_INCOMPLETE;
 			else if (!missing)
 				status = MARO_EXIT_OK;
