@@ -891,18 +891,7 @@ main(int argc, char **argv)
 			}
 		}
 		if (maro_writer_flush(&s.w) < 0 || s.out_error) {
-			int err = s.out_error ? s.out_error : errno;
-
-			status = MARO_EXIT_SOFTWARE;
-			/* a signal ends a blocked write: leave as for the signal */
-			if (err == EINTR && maro_signal)
-				status = maro_signal_status();
-			else if (err == ETIMEDOUT)
-				status = MARO_EXIT_TIMEOUT;	/* -W came while standard output took nothing */
-			if (err == ETIMEDOUT)
-				maro_warn("timed out writing standard output");
-			else if (err != EPIPE && status == MARO_EXIT_SOFTWARE)
-				maro_warn("error writing standard output: %s", strerror(err));
+			status = maro_cli_output_failed(s.out_error ? s.out_error : errno);
 			goto out;
 		}
 		/* held a little, so that one frame acknowledges many replies */

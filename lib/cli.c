@@ -158,6 +158,23 @@ maro_cli_format(const char *arg)
 }
 
 int
+maro_cli_output_failed(int err)
+{
+	int status = MARO_EXIT_SOFTWARE;
+
+	/* a signal ends a blocked write: leave as for the signal */
+	if (err == EINTR && maro_signal)
+		status = maro_signal_status();
+	else if (err == ETIMEDOUT)
+		status = MARO_EXIT_TIMEOUT;	/* -W came while standard output took nothing */
+	if (err == ETIMEDOUT)
+		maro_warn("timed out writing standard output");
+	else if (err != EPIPE && status == MARO_EXIT_SOFTWARE)
+		maro_warn("error writing standard output: %s", strerror(err));
+	return status;
+}
+
+int
 maro_cli_close_stdout(int status)
 {
 	if (fflush(stdout) == EOF || ferror(stdout)) {

@@ -74,6 +74,12 @@ int maro_cli_expect_wait(struct maro_registry *r, struct maro_expect *e, size_t 
  * shows in the exit status (EPIPE exits quietly with the given status).
  */
 int maro_cli_close_stdout(int status);
+/*
+ * Writing standard output failed with err (a stream writer's errno): says
+ * so (not for EPIPE, nor after a signal) and returns the status to leave
+ * with: 130/143 after a signal, 124 at -W (ETIMEDOUT), else 70.
+ */
+int maro_cli_output_failed(int err);
 
 /*
  * Warns once about peers rejected for want of the group key since the last
