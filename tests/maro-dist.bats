@@ -366,6 +366,10 @@ ask() {
 	assert_output --partial 's-bad r:{"cbor":"-CA"}'
 }
 
+# group_of PGID: the live processes of a process group (zombies are dead:
+# a container's init may be slow to reap them)
+group_of() { ps -e -o pgid=,stat=,pid= | awk -v g="$1" '$1 == g && $2 !~ /^Z/ { print $3 }'; }
+
 @test "SIGTERM while a handler runs: it and what sh -c started are stopped, 143 within 2.5 s" {
 	bg 60 maro-dist -n worker.1 --on '*:go:1' 'sleep 30 & sleep 31; wait' 2> dist.err
 	local dist bgdist=$BG_PID

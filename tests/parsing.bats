@@ -129,3 +129,14 @@ teardown() { default_teardown; }
 	[ "$output" = 1 ]
 	[ "$stderr" = "maro-scatter: malformed input at line 2: invalid JSON: duplicate object key near '\"a\"'" ]
 }
+
+@test "text lengths at the edges of CBOR's heads (23, 24, 255, 256 bytes) come back the same" {
+	local n s
+	for n in 1 23 24 25 255 256 65535 65536; do
+		s=$(head -c "$n" /dev/zero | tr '\0' 'a')
+		run -0 maro-msg -t "t$n" -d "$s" -f payload
+		[ "${#output}" -eq "$n" ]
+		run -0 sh -c 'maro-msg -t x -d "$1" | maro-msg --check -v' sh "$s"
+		assert_output 'maro-msg: 1 message ok'
+	done
+}
