@@ -31,14 +31,14 @@ said_once() {
 
 @test "maro-send to 30 peers with 40 descriptors says EMFILE once and exits 1 at -W" {
 	peers 30
-	run --separate-stderr sh -c "ulimit -n 40; exec maro-send $PEERS -t a -d b --notification -q -W 2s"
+	run --separate-stderr sh -c "ulimit -n 40; exec maro-send $PEERS -t a -d b --notification -q -W 5s"
 	assert_failure 1
 	said_once
 }
 
 @test "maro-bcast to 30 peers with 40 descriptors says EMFILE once" {
 	peers 30
-	run --separate-stderr sh -c "ulimit -n 40; exec maro-bcast -P w -t a --notification -q -W 2s"
+	run --separate-stderr sh -c "ulimit -n 40; exec maro-bcast -P w -t a --notification -q -W 5s"
 	assert_failure 1
 	said_once
 }
