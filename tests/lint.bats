@@ -4,12 +4,13 @@
 
 load helpers
 
-@test "lint-bats: a negated command or an && list before a test's last line is named, exit 1" {
+@test "lint-bats: a negated command anywhere, or an && list before a test's last line, is named, exit 1" {
 	run -1 sh "$MARO_TOP/scripts/lint-bats" "$MARO_TOP/tests/lint/pitfalls.txt"
 	assert_output "$MARO_TOP/tests/lint/pitfalls.txt:2: a negated command never fails a test here: use run ! (or run -N)
 $MARO_TOP/tests/lint/pitfalls.txt:3: only the last condition of an && list can fail a test here: one per line
 $MARO_TOP/tests/lint/pitfalls.txt:5: a negated command never fails a test here: use run ! (or run -N)
-$MARO_TOP/tests/lint/pitfalls.txt:9: only the last condition of an && list can fail a test here: one per line"
+$MARO_TOP/tests/lint/pitfalls.txt:9: only the last condition of an && list can fail a test here: one per line
+$MARO_TOP/tests/lint/pitfalls.txt:15: a negated command never fails a test here: use run ! (or run -N)"
 }
 
 @test "lint-bats: the last line, conditions, quotes and here-documents are fine, exit 0" {

@@ -108,7 +108,7 @@ start_collector() {
 	wait_exit "$BG_PID" 10
 	[ "$status" -eq 143 ]
 	[ "$(live worker.1)" -eq 0 ]
-	! kill -0 "$co" 2>/dev/null
+	run ! kill -0 "$co" 2>/dev/null
 }
 
 @test "a master/worker round: dist workers, scatter, wait-event on progress" {
@@ -200,7 +200,7 @@ start_collector() {
 	# with --raw a line answers the oldest request waiting: a copy handed
 	# over again would take the answer of another
 	[ "$(wc -l < seen)" -eq 20 ]
-	! grep -q "no request waits for" dist.err
+	run ! grep -q "no request waits for" dist.err
 }
 
 @test "stopped by a signal with replies it cannot send: one line counts them, exit 143" {

@@ -21,7 +21,7 @@ teardown() { default_teardown; }
 	assert_success
 	assert_output --regexp "^maro-keygen: wrote 'other.key' \(public key .{40}\)$"
 	refute_output --partial "$(sed -n 's/^secret = //p' other.key)"
-	! cmp -s group.key other.key
+	run ! cmp -s group.key other.key
 }
 
 @test "usage errors exit 2; an unwritable place exits 70 with the cause" {

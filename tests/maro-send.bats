@@ -80,7 +80,7 @@ teardown() { default_teardown; }
 	run strace -f -qq -e trace=openat,newfstatat -o start.trace timeout 10 maro-send -p nobody < /dev/null
 	assert_success
 	grep -q /etc/protocols start.trace
-	! grep -q libnss_db start.trace
+	run ! grep -q libnss_db start.trace
 }
 
 @test "maro-send --async without a name for task replies is a usage error" {
