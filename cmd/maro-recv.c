@@ -13,43 +13,38 @@
 #include "maro.h"
 #include "strset.h"
 
-static void
-usage(void)
-{
-	printf("usage: %s -n NAME [-g GROUP] [--registry URL] [--keyfile FILE] [--type TYPE] [--takeover]\n"
-	    "          [-f cbor|json|diag|payload] [-C N] [-W DUR] [--idle-timeout DUR]\n"
-	    "          [--tag TAG]... [--from PREFIX]... [--session ID]... [--sessions-from FILE]\n"
-	    "          [--advertise HOST] [--max-size BYTES] [-q] [-v]\n"
-	    "       %s -h | -V\n", maro_progname, maro_progname);
-}
+enum { OPT_IDLE = 256, OPT_TAG, OPT_FROM, OPT_SESSION, OPT_SESSIONS_FROM };
 
-enum {
-	OPT_REGISTRY = 256, OPT_KEYFILE, OPT_TYPE, OPT_TAKEOVER, OPT_IDLE, OPT_TAG, OPT_FROM,
-	OPT_SESSION, OPT_SESSIONS_FROM, OPT_ADVERTISE, OPT_MAX_SIZE,
+static const char *const synopsis[] = { "", NULL };
+
+static const struct maro_opt opts[] = {
+	MARO_OPT_SHARED(MARO_SH_NAME),
+	MARO_OPT_SHARED(MARO_SH_GROUP),
+	MARO_OPT_SHARED(MARO_SH_REGISTRY),
+	MARO_OPT_SHARED(MARO_SH_KEYFILE),
+	MARO_OPT_SHARED(MARO_SH_TYPE),
+	MARO_OPT_SHARED(MARO_SH_TAKEOVER),
+	MARO_OPT_SHARED(MARO_SH_FORMAT),
+	{ "count", 'C', "N", "exit after N messages", NULL, 'C', 0, 0 },
+	MARO_OPT_SHARED(MARO_SH_TIMEOUT),
+	{ "idle-timeout", 0, "DUR", "exit after DUR without a message", NULL, OPT_IDLE, 0, 0 },
+	{ "tag", 0, "TAG", "only messages with this tag", NULL, OPT_TAG, MARO_OPT_REPEAT, 0 },
+	{ "from", 0, "PREFIX", "only messages from a source starting with PREFIX", NULL, OPT_FROM,
+	    MARO_OPT_REPEAT, 0 },
+	{ "session", 0, "ID", "only the reply in session ID, then exit", NULL, OPT_SESSION,
+	    MARO_OPT_REPEAT, 0 },
+	{ "sessions-from", 0, "FILE", "the replies to the requests of FILE (an --async output)", NULL,
+	    OPT_SESSIONS_FROM, 0, 0 },
+	MARO_OPT_SHARED(MARO_SH_ADVERTISE),
+	MARO_OPT_SHARED(MARO_SH_MAX_SIZE),
+	MARO_OPT_SHARED_AS(MARO_SH_QUIET, "say nothing at -W", 0),
+	MARO_OPT_SHARED(MARO_SH_VERBOSE),
+	{ 0 },
 };
 
-static const struct option longopts[] = {
-	{ "name", required_argument, NULL, 'n' },
-	{ "group", required_argument, NULL, 'g' },
-	{ "registry", required_argument, NULL, OPT_REGISTRY },
-	{ "keyfile", required_argument, NULL, OPT_KEYFILE },
-	{ "type", required_argument, NULL, OPT_TYPE },
-	{ "takeover", no_argument, NULL, OPT_TAKEOVER },
-	{ "format", required_argument, NULL, 'f' },
-	{ "count", required_argument, NULL, 'C' },
-	{ "timeout", required_argument, NULL, 'W' },
-	{ "idle-timeout", required_argument, NULL, OPT_IDLE },
-	{ "tag", required_argument, NULL, OPT_TAG },
-	{ "from", required_argument, NULL, OPT_FROM },
-	{ "session", required_argument, NULL, OPT_SESSION },
-	{ "sessions-from", required_argument, NULL, OPT_SESSIONS_FROM },
-	{ "advertise", required_argument, NULL, OPT_ADVERTISE },
-	{ "max-size", required_argument, NULL, OPT_MAX_SIZE },
-	{ "quiet", no_argument, NULL, 'q' },
-	{ "verbose", no_argument, NULL, 'v' },
-	{ "help", no_argument, NULL, 'h' },
-	{ "version", no_argument, NULL, 'V' },
-	{ NULL, 0, NULL, 0 },
+static const struct maro_tool tool = {
+	"Join a group under NAME and write the messages it receives to standard output.",
+	synopsis, opts, MARO_TOOL_NEEDS_NAME,
 };
 
 struct filter {
@@ -58,17 +53,6 @@ struct filter {
 	struct maro_strset sessions;	/* replies still expected, per session id */
 	int by_session;
 };
-
-static void
-push(char ***v, size_t *n, char *s)
-{
-	char **t = realloc(*v, (*n + 1) * sizeof *t);
-
-	if (!t)
-		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
-	t[(*n)++] = s;
-	*v = t;
-}
 
 /* Every message of FILE (the output of an --async tool) expects one reply in its session. */
 static void
@@ -134,79 +118,62 @@ say_missing(void *arg, const char *key, size_t len, unsigned count)
 	maro_warn("no reply in session %.*s (%u missing)", (int)len, key, count);
 }
 
+struct args {
+	struct filter f;
+	uint64_t count;
+	int64_t idle;
+};
+
+static void
+own(void *arg, int key, char *val)
+{
+	struct args *a = arg;
+
+	switch (key) {
+	case 'C': a->count = maro_cli_count("-C", val); break;
+	case OPT_IDLE: a->idle = maro_cli_duration("--idle-timeout", val); break;
+	case OPT_TAG: maro_strv_push(&a->f.tags, &a->f.ntags, val); break;
+	case OPT_FROM: maro_strv_push(&a->f.froms, &a->f.nfroms, val); break;
+	case OPT_SESSION:
+		maro_strset_add(&a->f.sessions, val, strlen(val));
+		a->f.by_session = 1;
+		break;
+	case OPT_SESSIONS_FROM: load_sessions(&a->f, val); break;
+	}
+}
+
 int
 main(int argc, char **argv)
 {
-	struct maro_ctx_opts co = { 0 };
-	struct filter f = { 0 };
-	struct maro_entry holder;
+	struct maro_common cm;
+	struct args a = { .idle = -1 };
+	struct filter f;
 	struct maro_writer w;
 	struct maro_buf line = { 0 };
 	struct maro_ctx *c;
 	struct maro_inbox *ib;
-	enum maro_format fmt = isatty(STDOUT_FILENO) ? MARO_FORMAT_JSON : MARO_FORMAT_CBOR;
-	const char *name = getenv("MARO_NAME"), *type = NULL;
-	char errbuf[512];
-	uint64_t count = 0, got = 0;
-	int64_t timeout = -1, idle = -1, deadline, idle_at, next_hb, now;
-	int takeover = 0, ch, status = MARO_EXIT_OK, stop = 0, quiet = 0;
+	enum maro_format fmt;
+	const char *name;
+	uint64_t count, got = 0;
+	int64_t idle, deadline, idle_at, next_hb, now;
+	int status = MARO_EXIT_OK, stop = 0, quiet;
 
 	maro_cli_init(argv[0]);
-	while ((ch = getopt_long(argc, argv, "n:g:f:C:W:qvhV", longopts, NULL)) != -1) {
-		switch (ch) {
-		case 'n': name = optarg; break;
-		case 'g': co.group = optarg; break;
-		case OPT_REGISTRY: co.registry_url = optarg; break;
-		case OPT_KEYFILE: co.keyfile = optarg; break;
-		case OPT_TYPE: type = optarg; break;
-		case OPT_TAKEOVER: takeover = 1; break;
-		case 'f': fmt = maro_cli_format(optarg); break;
-		case 'C': count = maro_cli_count("-C", optarg); break;
-		case 'W': timeout = maro_cli_duration("-W", optarg); break;
-		case OPT_IDLE: idle = maro_cli_duration("--idle-timeout", optarg); break;
-		case OPT_TAG: push(&f.tags, &f.ntags, optarg); break;
-		case OPT_FROM: push(&f.froms, &f.nfroms, optarg); break;
-		case OPT_SESSION:
-			maro_strset_add(&f.sessions, optarg, strlen(optarg));
-			f.by_session = 1;
-			break;
-		case OPT_SESSIONS_FROM: load_sessions(&f, optarg); break;
-		case OPT_ADVERTISE: co.advertise = optarg; break;
-		case OPT_MAX_SIZE: co.max_message = maro_cli_count("--max-size", optarg); break;
-		case 'q': quiet = 1; break;
-		case 'v': maro_verbose = 1; break;
-		case 'h': usage(); return 0;
-		case 'V': maro_print_version(); return 0;
-		default: maro_usage_error("invalid option");
-		}
-	}
-	if (optind < argc)
-		maro_usage_error("unexpected argument '%s'", argv[optind]);
-	if (!name || !*name)
-		maro_usage_error("a name is required (-n NAME or MARO_NAME)");
-	if (!maro_name_valid(name))
-		maro_usage_error("invalid name '%s' (letters, digits, '.', '_', '-', not first '.' or '_')", name);
-	if (type && !maro_name_valid(type))
-		maro_usage_error("invalid type '%s'", type);
+	maro_common_init(&cm);
+	maro_opt_parse(&tool, &cm, argc, argv, own, &a);
+	f = a.f;
+	count = a.count;
+	idle = a.idle;
+	fmt = cm.format;
+	name = cm.name;
+	quiet = cm.quiet;
 	if (f.by_session && count)
 		maro_usage_error("-C and --session/--sessions-from do not go together");
 	if (f.by_session && f.sessions.used == 0)
 		return 0;	/* no session to wait for */
 
-	maro_cli_catch_signals();
-	/* -W bounds the whole run, the registry's first words included */
-	deadline = timeout >= 0 ? maro_now_us() + timeout : INT64_MAX;
-	maro_deadline = deadline;
-	c = maro_ctx_open(&co, errbuf, sizeof errbuf);
-	if (!c)
-		maro_die(errno == EINVAL ? MARO_EXIT_USAGE : MARO_EXIT_UNAVAILABLE, "%s", errbuf);
-	ib = maro_inbox_open(c, name, type, takeover, &holder, errbuf, sizeof errbuf);
-	if (!ib) {
-		if (errno == EEXIST)
-			maro_die(MARO_EXIT_UNAVAILABLE, "name '%s' is held by pid %ld on %s (use --takeover)",
-			    name, (long)holder.pid, holder.host);
-		maro_die(MARO_EXIT_UNAVAILABLE, "%s", errbuf);
-	}
+	c = maro_tool_open(&cm, &deadline);
+	ib = maro_tool_inbox(c, &cm, NULL);
 	maro_info("joined group '%s' as '%s'", c->group, name);
 	maro_writer_init(&w, STDOUT_FILENO);
 

@@ -13,10 +13,12 @@
 #include "format.h"
 #include "inbox.h"
 #include "message.h"
+#include "opt.h"
 #include "outbox.h"
 #include "registry.h"
 #include "session.h"
 #include "strset.h"
+#include "tool.h"
 #include "trace.h"
 #include "transport.h"
 

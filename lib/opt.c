@@ -1,0 +1,333 @@
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "message.h"
+#include "opt.h"
+
+/* The shared flags, declared once: every tool that names one gets this. */
+static const struct maro_opt shared[MARO_SH_COUNT_] = {
+	[MARO_SH_NAME] = { "name", 'n', "NAME", "this component's name", "MARO_NAME", 0, 0, 0 },
+	[MARO_SH_GROUP] = { "group", 'g', "GROUP", "the group (default 'maro')", "MARO_GROUP", 0, 0, 0 },
+	[MARO_SH_REGISTRY] = { "registry", 0, "URL", "redis://HOST:PORT[/DB] or dir:PATH",
+	    "MARO_REGISTRY", 0, 0, 0 },
+	[MARO_SH_KEYFILE] = { "keyfile", 0, "FILE", "the group key (CURVE): only its holders talk",
+	    "MARO_KEYFILE", 0, 0, 0 },
+	[MARO_SH_TYPE] = { "type", 0, "TYPE", "the type peers count with -e TYPE=N", NULL, 0, 0, 0 },
+	[MARO_SH_TAKEOVER] = { "takeover", 0, NULL, "take the name from the live process holding it",
+	    NULL, 0, 0, 0 },
+	[MARO_SH_PREFIX] = { "prefix", 'P', "PREFIX", "every live peer whose name starts with PREFIX",
+	    NULL, 0, 0, 0 },
+	[MARO_SH_EXPECT] = { "expect", 'e', "TYPE=N", "first wait until N peers of TYPE are live",
+	    NULL, 0, MARO_OPT_REPEAT, 0 },
+	[MARO_SH_TIMEOUT] = { "timeout", 'W', "DUR", "give up after DUR (N[.N][ms|s|m|h])", NULL, 0, 0, 0 },
+	[MARO_SH_FORMAT] = { "format", 'f', "FORMAT", "write cbor, json, diag or payload (default: "
+	    "json on a terminal, else cbor)", NULL, 0, 0, 0 },
+	[MARO_SH_ADVERTISE] = { "advertise", 0, "HOST", "the address peers reach this host at",
+	    "MARO_ADVERTISE", 0, 0, 0 },
+	[MARO_SH_MAX_SIZE] = { "max-size", 0, "BYTES", "the largest message taken (default 16 MiB)",
+	    "MARO_MAX_SIZE", 0, 0, 0 },
+	[MARO_SH_WINDOW] = { "window", 0, "N", "unacknowledged messages per peer (default 4096)",
+	    "MARO_WINDOW", 0, 0, 0 },
+	[MARO_SH_QUIET] = { "quiet", 'q', NULL, "say less on stderr", NULL, 0, 0, 0 },
+	[MARO_SH_VERBOSE] = { "verbose", 'v', NULL, "say more on stderr", NULL, 0, 0, 0 },
+};
+
+static const struct maro_opt builtin[] = {
+	{ "help", 'h', NULL, "print this help and exit", NULL, 'h', 0, 0 },
+	{ "version", 'V', NULL, "print the version and exit", NULL, 'V', 0, 0 },
+};
+
+/* The long names of the built-in flags start at this getopt value. */
+#define KEY_BASE 0x1000
+
+/* The table entry as it applies: a shared one filled in from the declaration. */
+static struct maro_opt
+resolve(const struct maro_opt *o)
+{
+	struct maro_opt r;
+
+	if (!o->shared)
+		return *o;
+	r = shared[o->shared];
+	r.shared = o->shared;
+	if (o->help)
+		r.help = o->help;
+	r.flags |= o->flags;
+	if (r.flags & MARO_OPT_NO_SHORT)
+		r.letter = 0;
+	return r;
+}
+
+static size_t
+count(const struct maro_tool *t)
+{
+	size_t n = 0;
+
+	while (t->opts[n].name || t->opts[n].shared)
+		n++;
+	return n;
+}
+
+void
+maro_common_init(struct maro_common *cm)
+{
+	memset(cm, 0, sizeof *cm);
+	cm->timeout = -1;
+	cm->format = isatty(STDOUT_FILENO) ? MARO_FORMAT_JSON : MARO_FORMAT_CBOR;
+}
+
+void
+maro_common_free(struct maro_common *cm)
+{
+	free(cm->expect);
+	cm->expect = NULL;
+	cm->nexpect = 0;
+}
+
+void
+maro_strv_push(char ***v, size_t *n, char *s)
+{
+	char **t = realloc(*v, (*n + 1) * sizeof *t);
+
+	if (!t)
+		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+	t[(*n)++] = s;
+	*v = t;
+}
+
+static void
+help_line(const struct maro_opt *o)
+{
+	char left[64];
+	int n;
+
+	n = snprintf(left, sizeof left, "  %c%c%s--%s%s%s%s%s", o->letter ? '-' : ' ',
+	    o->letter ? o->letter : ' ', o->letter ? ", " : "  ", o->name,
+	    o->arg ? (o->flags & MARO_OPT_OPTIONAL ? "[=" : " ") : "", o->arg ? o->arg : "",
+	    o->arg && (o->flags & MARO_OPT_OPTIONAL) ? "]" : "", o->flags & MARO_OPT_REPEAT ? "..." : "");
+	if (n >= 28)
+		printf("%s\n%28s", left, "");
+	else
+		printf("%-28s", left);
+	printf("%s", o->help);
+	if (o->env)
+		printf(" [$%s]", o->env);
+	putchar('\n');
+}
+
+/* Adds one word to a usage line, wrapping at 80 columns under the first word. */
+static void
+word(int *col, const char *w)
+{
+	int indent = (int)strlen(maro_progname) + 8;
+
+	if (*col + 1 + (int)strlen(w) > 80 && *col > indent) {
+		printf("\n%*s", indent, "");
+		*col = indent;
+	} else {
+		putchar(' ');
+		(*col)++;
+	}
+	*col += printf("%s", w);
+}
+
+/* The first usage form, from the table: every flag, in the table's order. */
+static void
+usage_line(const struct maro_tool *t)
+{
+	size_t i, n = count(t);
+	char w[128];
+	int col = printf("usage: %s", maro_progname);
+
+	for (i = 0; i < n; i++) {
+		struct maro_opt o = resolve(&t->opts[i]);
+		int needed = o.shared == MARO_SH_NAME && (t->flags & MARO_TOOL_NEEDS_NAME);
+		char flag[64];
+
+		if (o.letter)
+			snprintf(flag, sizeof flag, "-%c", o.letter);
+		else
+			snprintf(flag, sizeof flag, "--%s", o.name);
+		snprintf(w, sizeof w, "%s%s%s%s%s%s%s", needed ? "" : "[", flag,
+		    o.arg ? (o.flags & MARO_OPT_OPTIONAL ? "[=" : " ") : "", o.arg ? o.arg : "",
+		    o.arg && (o.flags & MARO_OPT_OPTIONAL) ? "]" : "", needed ? "" : "]",
+		    o.flags & MARO_OPT_REPEAT ? "..." : "");
+		word(&col, w);
+	}
+	if (t->synopsis[0] && *t->synopsis[0])
+		word(&col, t->synopsis[0]);
+	putchar('\n');
+}
+
+void
+maro_opt_help(const struct maro_tool *t)
+{
+	size_t i, n = count(t);
+
+	usage_line(t);
+	for (i = 1; t->synopsis[0] && t->synopsis[i]; i++)
+		printf("       %s %s\n", maro_progname, t->synopsis[i]);
+	printf("       %s -h | -V\n\n%s\n\noptions:\n", maro_progname, t->summary);
+	for (i = 0; i < n; i++) {
+		struct maro_opt o = resolve(&t->opts[i]);
+
+		help_line(&o);
+	}
+	for (i = 0; i < sizeof builtin / sizeof *builtin; i++)
+		help_line(&builtin[i]);
+	printf("\nThe manual: man %s\n", maro_progname);
+}
+
+/* One line per flag, for shell completion: "--name=" takes an argument. */
+static void
+list_options(const struct maro_tool *t)
+{
+	size_t i, n = count(t);
+
+	for (i = 0; i < n + 2; i++) {
+		struct maro_opt o = i < n ? resolve(&t->opts[i]) : builtin[i - n];
+
+		printf("--%s%s\n", o.name, o.arg ? "=" : "");
+		if (o.letter)
+			printf("-%c\n", o.letter);
+	}
+}
+
+/* --help and --version print to stdout and end the run. */
+static void
+builtin_flag(const struct maro_tool *t, int key)
+{
+	if (key == 'h')
+		maro_opt_help(t);
+	else
+		maro_print_version();
+	exit(maro_cli_close_stdout(MARO_EXIT_OK));
+}
+
+static void
+take_shared(struct maro_common *cm, int id, char *val)
+{
+	switch (id) {
+	case MARO_SH_NAME: cm->name = val; break;
+	case MARO_SH_GROUP: cm->co.group = val; break;
+	case MARO_SH_REGISTRY: cm->co.registry_url = val; break;
+	case MARO_SH_KEYFILE: cm->co.keyfile = val; break;
+	case MARO_SH_TYPE: cm->type = val; break;
+	case MARO_SH_TAKEOVER: cm->takeover = 1; break;
+	case MARO_SH_PREFIX: cm->prefix = val; break;
+	case MARO_SH_EXPECT: {
+		struct maro_expect *ex = realloc(cm->expect, (cm->nexpect + 1) * sizeof *ex);
+
+		if (!ex)
+			maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+		cm->expect = ex;
+		if (maro_expect_parse(val, &ex[cm->nexpect++]) < 0)
+			maro_usage_error("invalid -e '%s' (use TYPE=N, N at least 1)", val);
+		break;
+	}
+	case MARO_SH_TIMEOUT: cm->timeout = maro_cli_duration("-W", val); break;
+	case MARO_SH_FORMAT: cm->format = maro_cli_format(val); break;
+	case MARO_SH_ADVERTISE: cm->co.advertise = val; break;
+	case MARO_SH_MAX_SIZE: cm->co.max_message = maro_cli_count("--max-size", val); break;
+	case MARO_SH_WINDOW: cm->co.window = maro_cli_count("--window", val); break;
+	case MARO_SH_QUIET: cm->quiet = 1; break;
+	case MARO_SH_VERBOSE: maro_verbose = 1; break;
+	}
+}
+
+/*
+ * The one place where what was not given is filled in: flag, then the
+ * MARO_* variable (scheduler environments come in here, below the flags
+ * and variables and above the defaults).
+ */
+static void
+resolve_common(const struct maro_tool *t, struct maro_common *cm, int has_name, int has_window)
+{
+	if (has_name && !cm->name)
+		cm->name = getenv("MARO_NAME");
+	if (cm->name && !*cm->name)
+		cm->name = NULL;	/* an empty name is none */
+	if ((t->flags & MARO_TOOL_NEEDS_NAME) && !cm->name)
+		maro_usage_error("a name is required (-n NAME or MARO_NAME)");
+	if (cm->name && !maro_name_valid(cm->name))
+		maro_usage_error("invalid name '%s' (letters, digits, '.', '_', '-', not first '.' or '_')",
+		    cm->name);
+	if (cm->type && !maro_name_valid(cm->type))
+		maro_usage_error("invalid type '%s'", cm->type);
+	if (cm->prefix && (!maro_name_valid(cm->prefix) || cm->prefix[0] == '~'))
+		maro_usage_error("invalid prefix '%s' (letters, digits, '.', '_', '-')", cm->prefix);
+	/* MARO_WINDOW is read here so that a bad one is a usage error naming it */
+	if (has_window && cm->co.window == 0 && getenv("MARO_WINDOW") && *getenv("MARO_WINDOW"))
+		cm->co.window = maro_cli_count("MARO_WINDOW", getenv("MARO_WINDOW"));
+}
+
+int
+maro_opt_parse(const struct maro_tool *t, struct maro_common *cm, int argc, char **argv,
+    void (*own)(void *arg, int key, char *val), void *arg)
+{
+	size_t i, n = count(t), nb = sizeof builtin / sizeof *builtin;
+	struct option *lo = calloc(n + nb + 2, sizeof *lo);
+	struct maro_opt *all = calloc(n + nb, sizeof *all);
+	char *shorts = malloc(3 * (n + nb) + 2), *sp;
+	int ch, has_name = 0, has_window = 0;
+
+	if (!lo || !all || !shorts)
+		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+	sp = shorts;
+	if (t->flags & MARO_TOOL_STOP_AT_OPERAND)
+		*sp++ = '+';
+	for (i = 0; i < n + nb; i++) {
+		all[i] = i < n ? resolve(&t->opts[i]) : builtin[i - n];
+		lo[i].name = all[i].name;
+		lo[i].has_arg = !all[i].arg ? no_argument :
+		    all[i].flags & MARO_OPT_OPTIONAL ? optional_argument : required_argument;
+		lo[i].val = KEY_BASE + (int)i;
+		if (all[i].letter) {
+			*sp++ = (char)all[i].letter;
+			if (all[i].arg)
+				*sp++ = ':';
+			if (all[i].arg && (all[i].flags & MARO_OPT_OPTIONAL))
+				*sp++ = ':';
+		}
+		has_name |= all[i].shared == MARO_SH_NAME;
+		has_window |= all[i].shared == MARO_SH_WINDOW;
+	}
+	lo[n + nb].name = "list-options";
+	lo[n + nb].val = KEY_BASE + (int)(n + nb);
+	*sp = '\0';
+
+	while ((ch = getopt_long(argc, argv, shorts, lo, NULL)) != -1) {
+		const struct maro_opt *o = NULL;
+
+		if (ch >= KEY_BASE && ch < KEY_BASE + (int)(n + nb)) {
+			o = &all[ch - KEY_BASE];
+		} else if (ch == KEY_BASE + (int)(n + nb)) {
+			list_options(t);
+			exit(maro_cli_close_stdout(MARO_EXIT_OK));
+		} else {
+			for (i = 0; i < n + nb && !o; i++)
+				if (all[i].letter == ch)
+					o = &all[i];
+		}
+		if (!o)
+			maro_usage_error("invalid option");
+		if (o->shared)
+			take_shared(cm, o->shared, optarg);
+		else if (o->key == 'h' || o->key == 'V')
+			builtin_flag(t, o->key);
+		else
+			own(arg, o->key, optarg);
+	}
+	if (!(t->flags & MARO_TOOL_OPERANDS) && optind < argc)
+		maro_usage_error("unexpected argument '%s'", argv[optind]);
+	resolve_common(t, cm, has_name, has_window);
+	free(lo);
+	free(all);
+	free(shorts);
+	return optind;
+}

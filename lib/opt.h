@@ -1,0 +1,124 @@
+/*
+ * opt: every tool's options, declared once in one table.
+ *
+ * A tool lists its options as a table of struct maro_opt.  From that table
+ * come the getopt_long parse, the --help text, the list a shell completion
+ * reads (--list-options) and what tests/options.bats checks each man page
+ * against.  The flags every tool shares (identity, registry, key,
+ * expectations, timeout, format, verbosity) are declared once, here and in
+ * opt.c, and a tool's table names them with MARO_OPT_SHARED: their values
+ * land in struct maro_common, resolved in one place with one precedence:
+ *
+ *	flag > MARO_* variable > scheduler environment > default
+ *
+ * (the variables of the registry, group, key file, advertised host, sizes
+ * and window are read by maro_ctx_open, transport.h, when the flag left
+ * them unset; the name's here).  Part of the front end, like cli: a bad
+ * option is a usage error, exit 2.
+ */
+#ifndef MARO_OPT_H
+#define MARO_OPT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "expect.h"
+#include "format.h"
+#include "transport.h"
+
+/* The shared flags: a tool's table names them, opt.c declares them. */
+enum maro_shared {
+	MARO_SH_NAME = 1,	/* -n, --name NAME         cm->name ($MARO_NAME) */
+	MARO_SH_GROUP,		/* -g, --group GROUP       cm->co.group */
+	MARO_SH_REGISTRY,	/* --registry URL          cm->co.registry_url */
+	MARO_SH_KEYFILE,	/* --keyfile FILE          cm->co.keyfile */
+	MARO_SH_TYPE,		/* --type TYPE             cm->type */
+	MARO_SH_TAKEOVER,	/* --takeover              cm->takeover */
+	MARO_SH_PREFIX,		/* -P, --prefix PREFIX     cm->prefix */
+	MARO_SH_EXPECT,		/* -e, --expect TYPE=N...  cm->expect[] */
+	MARO_SH_TIMEOUT,	/* -W, --timeout DUR       cm->timeout */
+	MARO_SH_FORMAT,		/* -f, --format FORMAT     cm->format */
+	MARO_SH_ADVERTISE,	/* --advertise HOST        cm->co.advertise */
+	MARO_SH_MAX_SIZE,	/* --max-size BYTES        cm->co.max_message */
+	MARO_SH_WINDOW,		/* --window N              cm->co.window */
+	MARO_SH_QUIET,		/* -q, --quiet             cm->quiet */
+	MARO_SH_VERBOSE,	/* -v, --verbose           maro_verbose */
+	MARO_SH_COUNT_
+};
+
+/* maro_opt.flags */
+enum {
+	MARO_OPT_REPEAT = 1,	/* may be given more than once */
+	MARO_OPT_OPTIONAL = 2,	/* the argument is optional: --flag[=ARG] */
+	MARO_OPT_NO_SHORT = 4,	/* a shared flag without its short letter here */
+};
+
+struct maro_opt {
+	const char *name;	/* long name, without "--" */
+	int letter;		/* short letter, or 0 */
+	const char *arg;	/* the argument's name in --help, NULL: none */
+	const char *help;	/* one line; for a shared flag, NULL: the shared text */
+	const char *env;	/* the variable it defaults from, for --help */
+	int key;		/* what the tool's handler gets: the letter or its own enum */
+	unsigned flags;
+	int shared;		/* an enum maro_shared: the rest comes from opt.c */
+};
+
+/* A shared flag in a tool's table; _AS gives it this tool's own help text. */
+#define MARO_OPT_SHARED(id) { .shared = (id) }
+#define MARO_OPT_SHARED_AS(id, helptext, fl) { .shared = (id), .help = (helptext), .flags = (fl) }
+
+/* maro_tool.flags */
+enum {
+	MARO_TOOL_OPERANDS = 1,		/* takes operands (else one is a usage error) */
+	MARO_TOOL_STOP_AT_OPERAND = 2,	/* options end at the first operand: a command follows */
+	MARO_TOOL_NEEDS_NAME = 4,	/* -n NAME or MARO_NAME is required */
+};
+
+struct maro_tool {
+	const char *summary;		/* one line: what the tool does */
+	/*
+	 * synopsis[0]: what follows the flags in the first usage form (the
+	 * flags come from opts); then other forms, whole; NULL-ended
+	 */
+	const char *const *synopsis;
+	const struct maro_opt *opts;	/* its table, ended by an entry without a name or shared */
+	unsigned flags;
+};
+
+/* The values of the shared flags.  Defaults in (set them before parsing), values out. */
+struct maro_common {
+	const char *name, *type, *prefix;
+	int takeover, quiet;
+	struct maro_ctx_opts co;
+	struct maro_expect *expect;
+	size_t nexpect;
+	int64_t timeout;		/* -W in microseconds; -1: none */
+	enum maro_format format;
+};
+
+/*
+ * Fills cm with the defaults: no timeout, output as JSON on a terminal and
+ * as CBOR otherwise.
+ */
+void maro_common_init(struct maro_common *cm);
+void maro_common_free(struct maro_common *cm);
+
+/*
+ * Parses argv against t: shared flags into cm, each of the tool's own flags
+ * handed to own(arg, key, optarg); --help, --version and --list-options
+ * print and exit 0; an unknown flag, a bad value or a missing name is a
+ * usage error.  Then resolves cm (the name from MARO_NAME when not given)
+ * and checks names, type and prefix.  Returns the index of the first
+ * operand.
+ */
+int maro_opt_parse(const struct maro_tool *t, struct maro_common *cm, int argc, char **argv,
+    void (*own)(void *arg, int key, char *val), void *arg);
+
+/* Prints t's --help to stdout. */
+void maro_opt_help(const struct maro_tool *t);
+
+/* Appends s to the growing array *v of *n strings (dies when out of memory). */
+void maro_strv_push(char ***v, size_t *n, char *s);
+
+#endif

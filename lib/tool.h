@@ -1,0 +1,40 @@
+/*
+ * tool: the lifecycle every tool shares, above cli and opt.
+ *
+ * A tool parses its options (opt.h), then calls maro_tool_open: signals
+ * caught, the -W clock started (it bounds the whole run, the registry's
+ * first words included), the context open; then, if it receives,
+ * maro_tool_inbox; then, if it was given -e, maro_tool_expect.  Each dies
+ * with the documented exit status and one wording for every tool: 2 for a
+ * bad group, key file or registry URL, 69 when the registry or the name is
+ * not to be had.  What is left to a tool's main is what is particular to it.
+ */
+#ifndef MARO_TOOL_H
+#define MARO_TOOL_H
+
+#include <stdint.h>
+
+#include "inbox.h"
+#include "opt.h"
+#include "transport.h"
+
+/*
+ * Catches SIGINT and SIGTERM, sets maro_deadline from cm->timeout (into
+ * *deadline too: monotonic us, INT64_MAX without -W) and opens the context.
+ */
+struct maro_ctx *maro_tool_open(struct maro_common *cm, int64_t *deadline);
+
+/*
+ * Binds the inbox under cm->name (type cm->type, cm->takeover).  A name
+ * held by another live process dies naming the holder and, after it, hint
+ * (NULL: "use --takeover").
+ */
+struct maro_inbox *maro_tool_inbox(struct maro_ctx *c, const struct maro_common *cm, const char *hint);
+
+/*
+ * Waits until cm's -e expectations hold.  0, or the status to leave with
+ * (maro_cli_expect_wait, cli.h).
+ */
+int maro_tool_expect(struct maro_ctx *c, struct maro_common *cm, int64_t deadline);
+
+#endif
