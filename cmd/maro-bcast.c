@@ -15,38 +15,41 @@
 #include "session.h"
 #include "strset.h"
 
-static void
-usage(void)
-{
-	printf("usage: %s [-P PREFIX] [-n NAME] [-g GROUP] [--registry URL] [--keyfile FILE] [-e TYPE=N]...\n"
-	    "          [--async] [-W DUR] [-f cbor|json|diag|payload] [-q] [-v] < message\n"
-	    "       %s -t TAG [-d DATA | --json JSON] [--task|--notification] [OPTIONS]\n"
-	    "       %s -h | -V\n", maro_progname, maro_progname, maro_progname);
-}
+enum { OPT_JSON = 256, OPT_TASK, OPT_NOTIFICATION, OPT_ASYNC };
 
-enum { OPT_REGISTRY = 256, OPT_KEYFILE, OPT_JSON, OPT_TASK, OPT_NOTIFICATION, OPT_ASYNC, OPT_ADVERTISE };
+static const char *const synopsis[] = {
+	"< message",
+	"-t TAG [-d DATA | --json JSON] [--task | --notification] [OPTIONS]",
+	NULL,
+};
 
-static const struct option longopts[] = {
-	{ "prefix", required_argument, NULL, 'P' },
-	{ "name", required_argument, NULL, 'n' },
-	{ "group", required_argument, NULL, 'g' },
-	{ "registry", required_argument, NULL, OPT_REGISTRY },
-	{ "keyfile", required_argument, NULL, OPT_KEYFILE },
-	{ "expect", required_argument, NULL, 'e' },
-	{ "tag", required_argument, NULL, 't' },
-	{ "data", required_argument, NULL, 'd' },
-	{ "json", required_argument, NULL, OPT_JSON },
-	{ "task", no_argument, NULL, OPT_TASK },
-	{ "notification", no_argument, NULL, OPT_NOTIFICATION },
-	{ "async", no_argument, NULL, OPT_ASYNC },
-	{ "timeout", required_argument, NULL, 'W' },
-	{ "format", required_argument, NULL, 'f' },
-	{ "advertise", required_argument, NULL, OPT_ADVERTISE },
-	{ "quiet", no_argument, NULL, 'q' },
-	{ "verbose", no_argument, NULL, 'v' },
-	{ "help", no_argument, NULL, 'h' },
-	{ "version", no_argument, NULL, 'V' },
-	{ NULL, 0, NULL, 0 },
+static const struct maro_opt opts[] = {
+	MARO_OPT_SHARED_AS(MARO_SH_PREFIX, "to every live peer whose name starts with PREFIX "
+	    "(else the whole group)", 0),
+	MARO_OPT_SHARED(MARO_SH_NAME),
+	MARO_OPT_SHARED(MARO_SH_GROUP),
+	MARO_OPT_SHARED(MARO_SH_REGISTRY),
+	MARO_OPT_SHARED(MARO_SH_KEYFILE),
+	MARO_OPT_SHARED(MARO_SH_EXPECT),
+	{ "tag", 't', "TAG", "build the message with this tag instead of reading stdin", NULL, 't', 0, 0 },
+	{ "data", 'd', "DATA", "its payload (a string)", NULL, 'd', 0, 0 },
+	{ "json", 0, "JSON", "its payload, as JSON", NULL, OPT_JSON, 0, 0 },
+	{ "task", 0, NULL, "build a task request: gather a reply from each (the default)", NULL,
+	    OPT_TASK, 0, 0 },
+	{ "notification", 0, NULL, "build a notification: no replies", NULL, OPT_NOTIFICATION, 0, 0 },
+	{ "async", 0, NULL, "write the copies as acknowledged; replies go to -n NAME", NULL,
+	    OPT_ASYNC, 0, 0 },
+	MARO_OPT_SHARED(MARO_SH_TIMEOUT),
+	MARO_OPT_SHARED(MARO_SH_FORMAT),
+	MARO_OPT_SHARED(MARO_SH_ADVERTISE),
+	MARO_OPT_SHARED_AS(MARO_SH_QUIET, "say nothing of what was not delivered", 0),
+	MARO_OPT_SHARED(MARO_SH_VERBOSE),
+	{ 0 },
+};
+
+static const struct maro_tool tool = {
+	"Send one message to every live peer of a prefix or the group; gather one reply from each.",
+	synopsis, opts, 0,
 };
 
 struct bcast {
@@ -132,74 +135,61 @@ drop_departed(struct bcast *b)
 	}
 }
 
+struct args {
+	struct bcast *b;
+	struct maro_build *mb;
+	char *data[1];
+};
+
+static void
+own(void *arg, int key, char *val)
+{
+	struct args *a = arg;
+
+	switch (key) {
+	case 't': a->mb->tag = val; break;
+	case 'd':
+		if (a->mb->ndata)
+			maro_usage_error("maro-bcast sends one message: one -d at most");
+		a->data[0] = val;
+		a->mb->data = a->data;
+		a->mb->ndata = 1;
+		break;
+	case OPT_JSON: a->mb->json = val; break;
+	case OPT_TASK: a->mb->notification = 0; break;
+	case OPT_NOTIFICATION: a->mb->notification = 1; break;
+	case OPT_ASYNC: a->b->async = 1; break;
+	}
+}
+
 int
 main(int argc, char **argv)
 {
-	struct maro_ctx_opts co = { 0 };
+	struct maro_common cm;
 	struct bcast b = { 0 };
 	struct maro_build mb = { 0 };
-	struct maro_expect *ex = NULL;
+	struct args a = { &b, &mb, { NULL } };
 	struct maro_entry *peers = NULL;
 	struct maro_buf in = { 0 }, enc = { 0 };
 	struct maro_msg m;
 	struct maro_err err;
-	const char *prefix = NULL, *name = getenv("MARO_NAME");
-	char errbuf[512], ids[2][MARO_UUID_LEN + 1], *data[1];
-	size_t nex = 0;
+	const char *prefix, *name;
+	char errbuf[512], ids[2][MARO_UUID_LEN + 1];
 	ssize_t npeers, i;
-	int64_t timeout = -1, deadline, next_check, now;
-	int ch, status = MARO_EXIT_OK;
+	int64_t deadline, next_check, now;
+	int status = MARO_EXIT_OK;
 
 	maro_cli_init(argv[0]);
-	if (name && !*name)
-		name = NULL;
-	b.fmt = isatty(STDOUT_FILENO) ? MARO_FORMAT_JSON : MARO_FORMAT_CBOR;
-	while ((ch = getopt_long(argc, argv, "P:n:g:e:t:d:W:f:qvhV", longopts, NULL)) != -1) {
-		switch (ch) {
-		case 'P': prefix = optarg; break;
-		case 'n': name = optarg; break;
-		case 'g': co.group = optarg; break;
-		case OPT_REGISTRY: co.registry_url = optarg; break;
-		case OPT_KEYFILE: co.keyfile = optarg; break;
-		case 'e':
-			ex = realloc(ex, (nex + 1) * sizeof *ex);
-			if (!ex)
-				maro_die(MARO_EXIT_SOFTWARE, "out of memory");
-			if (maro_expect_parse(optarg, &ex[nex++]) < 0)
-				maro_usage_error("invalid -e '%s' (use TYPE=N)", optarg);
-			break;
-		case 't': mb.tag = optarg; break;
-		case 'd':
-			if (mb.ndata)
-				maro_usage_error("maro-bcast sends one message: one -d at most");
-			data[0] = optarg;
-			mb.data = data;
-			mb.ndata = 1;
-			break;
-		case OPT_JSON: mb.json = optarg; break;
-		case OPT_TASK: mb.notification = 0; break;
-		case OPT_NOTIFICATION: mb.notification = 1; break;
-		case OPT_ASYNC: b.async = 1; break;
-		case 'W': timeout = maro_cli_duration("-W", optarg); break;
-		case 'f': b.fmt = maro_cli_format(optarg); break;
-		case OPT_ADVERTISE: co.advertise = optarg; break;
-		case 'q': b.quiet = 1; break;
-		case 'v': maro_verbose = 1; break;
-		case 'h': usage(); return 0;
-		case 'V': maro_print_version(); return 0;
-		default: maro_usage_error("invalid option");
-		}
-	}
-	if (optind < argc)
-		maro_usage_error("unexpected argument '%s'", argv[optind]);
+	maro_common_init(&cm);
+	maro_opt_parse(&tool, &cm, argc, argv, own, &a);
+	name = cm.name;
+	prefix = cm.prefix;
+	b.fmt = cm.format;
+	b.quiet = cm.quiet;
 	if ((mb.ndata || mb.json) && !mb.tag)
 		maro_usage_error("-d and --json need -t TAG");
 	if (mb.ndata && mb.json)
 		maro_usage_error("-d and --json do not go together");
-	if (name && !maro_name_valid(name))
-		maro_usage_error("invalid name '%s'", name);
-	if (prefix && !maro_name_valid(prefix))
-		maro_usage_error("invalid prefix '%s'", prefix);
 	if (b.async && !name)
 		maro_usage_error("--async needs a name for the replies (-n NAME)");
 
@@ -234,15 +224,9 @@ main(int argc, char **argv)
 		maro_die(MARO_EXIT_DATAERR, "malformed input at byte offset %llu: %s",
 		    (unsigned long long)err.offset, err.msg);
 
-	maro_cli_catch_signals();
-	/* -W bounds the whole run, the registry's first words included */
-	deadline = timeout >= 0 ? maro_now_us() + timeout : INT64_MAX;
-	maro_deadline = deadline;
-	b.c = maro_ctx_open(&co, errbuf, sizeof errbuf);
-	if (!b.c)
-		maro_die(errno == EINVAL ? MARO_EXIT_USAGE : MARO_EXIT_UNAVAILABLE, "%s", errbuf);
+	b.c = maro_tool_open(&cm, &deadline);
 	now = maro_now_us();
-	if (nex && (status = maro_cli_expect_wait(b.c->reg, ex, nex, deadline)) != 0)
+	if ((status = maro_tool_expect(b.c, &cm, deadline)) != 0)
 		goto out;
 	npeers = maro_registry_list(b.c->reg, prefix, &peers);
 	if (npeers < 0)
@@ -375,6 +359,6 @@ out:
 	maro_buf_free(&in);
 	maro_buf_free(&enc);
 	free(peers);
-	free(ex);
+	maro_common_free(&cm);
 	return status;
 }

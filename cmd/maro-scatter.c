@@ -20,46 +20,45 @@
 #include "session.h"
 #include "strset.h"
 
-static void
-usage(void)
-{
-	printf("usage: %s [-P PREFIX] [-n NAME] [-g GROUP] [--registry URL] [--keyfile FILE] [-e TYPE=N]...\n"
-	    "          [--window N] [--ordered] [--async] [-t TAG [--json-lines]] [--progress[=DUR]]\n"
-	    "          [--retries N] [--task-timeout DUR] [--failed FILE]\n"
-	    "          [-W DUR] [-f cbor|json|diag|payload] [-q] [-v] < tasks\n"
-	    "       %s -h | -V\n", maro_progname, maro_progname);
-}
-
 enum {
-	OPT_REGISTRY = 256, OPT_KEYFILE, OPT_WINDOW, OPT_ORDERED, OPT_ASYNC, OPT_JSON_LINES, OPT_ADVERTISE,
-	OPT_MAX_SIZE, OPT_PROGRESS, OPT_RETRIES, OPT_TASK_TIMEOUT, OPT_FAILED,
+	OPT_WINDOW = 256, OPT_ORDERED, OPT_ASYNC, OPT_JSON_LINES, OPT_PROGRESS, OPT_RETRIES,
+	OPT_TASK_TIMEOUT, OPT_FAILED,
 };
 
-static const struct option longopts[] = {
-	{ "prefix", required_argument, NULL, 'P' },
-	{ "name", required_argument, NULL, 'n' },
-	{ "group", required_argument, NULL, 'g' },
-	{ "registry", required_argument, NULL, OPT_REGISTRY },
-	{ "keyfile", required_argument, NULL, OPT_KEYFILE },
-	{ "expect", required_argument, NULL, 'e' },
-	{ "window", required_argument, NULL, OPT_WINDOW },
-	{ "ordered", no_argument, NULL, OPT_ORDERED },
-	{ "async", no_argument, NULL, OPT_ASYNC },
-	{ "tag", required_argument, NULL, 't' },
-	{ "json-lines", no_argument, NULL, OPT_JSON_LINES },
-	{ "timeout", required_argument, NULL, 'W' },
-	{ "format", required_argument, NULL, 'f' },
-	{ "advertise", required_argument, NULL, OPT_ADVERTISE },
-	{ "max-size", required_argument, NULL, OPT_MAX_SIZE },
-	{ "progress", optional_argument, NULL, OPT_PROGRESS },
-	{ "retries", required_argument, NULL, OPT_RETRIES },
-	{ "task-timeout", required_argument, NULL, OPT_TASK_TIMEOUT },
-	{ "failed", required_argument, NULL, OPT_FAILED },
-	{ "quiet", no_argument, NULL, 'q' },
-	{ "verbose", no_argument, NULL, 'v' },
-	{ "help", no_argument, NULL, 'h' },
-	{ "version", no_argument, NULL, 'V' },
-	{ NULL, 0, NULL, 0 },
+static const char *const synopsis[] = { "< tasks", NULL };
+
+static const struct maro_opt opts[] = {
+	MARO_OPT_SHARED_AS(MARO_SH_PREFIX, "a work queue over the live peers whose name starts "
+	    "with PREFIX", 0),
+	MARO_OPT_SHARED(MARO_SH_NAME),
+	MARO_OPT_SHARED(MARO_SH_GROUP),
+	MARO_OPT_SHARED(MARO_SH_REGISTRY),
+	MARO_OPT_SHARED(MARO_SH_KEYFILE),
+	MARO_OPT_SHARED(MARO_SH_EXPECT),
+	{ "window", 0, "N", "unanswered tasks per peer (default 1)", NULL, OPT_WINDOW, 0, 0 },
+	{ "ordered", 0, NULL, "write the replies in input order", NULL, OPT_ORDERED, 0, 0 },
+	{ "async", 0, NULL, "write the tasks as acknowledged; replies go to -n NAME", NULL,
+	    OPT_ASYNC, 0, 0 },
+	{ "tag", 't', "TAG", "read payload lines: one task with this tag per line", NULL, 't', 0, 0 },
+	{ "json-lines", 0, NULL, "with -t: each line is a JSON payload", NULL, OPT_JSON_LINES, 0, 0 },
+	{ "progress", 0, "DUR", "say done/failed/left and an ETA every DUR (default 10s)", NULL,
+	    OPT_PROGRESS, MARO_OPT_OPTIONAL, 0 },
+	{ "retries", 0, "N", "give a task up after N failed attempts", NULL, OPT_RETRIES, 0, 0 },
+	{ "task-timeout", 0, "DUR", "an attempt unanswered after DUR failed", NULL, OPT_TASK_TIMEOUT,
+	    0, 0 },
+	{ "failed", 0, "FILE", "write the tasks given up to FILE", NULL, OPT_FAILED, 0, 0 },
+	MARO_OPT_SHARED(MARO_SH_TIMEOUT),
+	MARO_OPT_SHARED(MARO_SH_FORMAT),
+	MARO_OPT_SHARED(MARO_SH_ADVERTISE),
+	MARO_OPT_SHARED(MARO_SH_MAX_SIZE),
+	MARO_OPT_SHARED_AS(MARO_SH_QUIET, "say nothing of what was not answered", 0),
+	MARO_OPT_SHARED(MARO_SH_VERBOSE),
+	{ 0 },
+};
+
+static const struct maro_tool tool = {
+	"Distribute tasks over peers and write their replies.",
+	synopsis, opts, 0,
 };
 
 #define NO_PEER ((size_t)-1)
@@ -675,89 +674,77 @@ next_input(struct scatter *s, struct maro_reader *r, const uint8_t **p, size_t *
 	}
 }
 
+struct args {
+	struct scatter *s;
+	const char *failed_path;
+};
+
+static void
+own(void *arg, int key, char *val)
+{
+	struct args *a = arg;
+	struct scatter *s = a->s;
+
+	switch (key) {
+	case OPT_WINDOW:
+		s->window = (unsigned)maro_cli_count("--window", val);
+		if (s->window < 1 || s->window > 65536)
+			maro_usage_error("--window must be 1 to 65536");
+		break;
+	case OPT_ORDERED: s->ordered = 1; break;
+	case OPT_ASYNC: s->async = 1; break;
+	case 't': s->tag = val; break;
+	case OPT_JSON_LINES: s->json_lines = 1; break;
+	case OPT_PROGRESS:
+		s->progress_every = val ? maro_cli_duration("--progress", val) : 10000000;
+		if (s->progress_every < 100000)
+			maro_usage_error("--progress must be 100ms or more");
+		break;
+	case OPT_RETRIES:
+		s->retries = (unsigned)maro_cli_count("--retries", val);
+		if (s->retries < 1 || s->retries > 1000000)
+			maro_usage_error("--retries must be 1 to 1000000");
+		break;
+	case OPT_TASK_TIMEOUT:
+		s->task_timeout = maro_cli_duration("--task-timeout", val);
+		if (s->task_timeout < 1000)
+			maro_usage_error("--task-timeout must be 1ms or more");
+		break;
+	case OPT_FAILED: a->failed_path = val; break;
+	}
+}
+
 int
 main(int argc, char **argv)
 {
-	struct maro_ctx_opts co = { 0 };
+	struct maro_common cm;
 	struct scatter s = { 0 };
-	struct maro_expect *ex = NULL;
+	struct args a = { &s, NULL };
 	struct maro_reader r;
-	size_t nex = 0;
 	char errbuf[512], input_error[300] = "";
-	int64_t timeout = -1, deadline, next_hb, next_refresh, now;
+	int64_t deadline, next_hb, next_refresh, now;
 	int want_input = 1;	/* the reader holds no whole item: read stdin */
-	int ch, status = MARO_EXIT_OK, input_done = 0, input_status = 0;
-	const char *failed_path = NULL;
+	int status = MARO_EXIT_OK, input_done = 0, input_status = 0;
+	const char *failed_path;
 	int64_t next_task_check = 0;
 
 	maro_cli_init(argv[0]);
 	s.failed_fd = -1;
 	memset(&r, 0, sizeof r);
-	s.name = getenv("MARO_NAME");
-	if (s.name && !*s.name)
-		s.name = NULL;
 	s.window = 1;
-	s.fmt = isatty(STDOUT_FILENO) ? MARO_FORMAT_JSON : MARO_FORMAT_CBOR;
-	while ((ch = getopt_long(argc, argv, "P:n:g:e:t:W:f:qvhV", longopts, NULL)) != -1) {
-		switch (ch) {
-		case 'P': s.prefix = optarg; break;
-		case 'n': s.name = optarg; break;
-		case 'g': co.group = optarg; break;
-		case OPT_REGISTRY: co.registry_url = optarg; break;
-		case OPT_KEYFILE: co.keyfile = optarg; break;
-		case 'e':
-			ex = xrealloc(ex, (nex + 1) * sizeof *ex);
-			if (maro_expect_parse(optarg, &ex[nex++]) < 0)
-				maro_usage_error("invalid -e '%s' (use TYPE=N)", optarg);
-			break;
-		case OPT_WINDOW:
-			s.window = (unsigned)maro_cli_count("--window", optarg);
-			if (s.window < 1 || s.window > 65536)
-				maro_usage_error("--window must be 1 to 65536");
-			break;
-		case OPT_ORDERED: s.ordered = 1; break;
-		case OPT_ASYNC: s.async = 1; break;
-		case 't': s.tag = optarg; break;
-		case OPT_JSON_LINES: s.json_lines = 1; break;
-		case 'W': timeout = maro_cli_duration("-W", optarg); break;
-		case 'f': s.fmt = maro_cli_format(optarg); break;
-		case OPT_ADVERTISE: co.advertise = optarg; break;
-		case OPT_MAX_SIZE: co.max_message = maro_cli_count("--max-size", optarg); break;
-		case OPT_PROGRESS:
-			s.progress_every = optarg ? maro_cli_duration("--progress", optarg) : 10000000;
-			if (s.progress_every < 100000)
-				maro_usage_error("--progress must be 100ms or more");
-			break;
-		case OPT_RETRIES:
-			s.retries = (unsigned)maro_cli_count("--retries", optarg);
-			if (s.retries < 1 || s.retries > 1000000)
-				maro_usage_error("--retries must be 1 to 1000000");
-			break;
-		case OPT_TASK_TIMEOUT:
-			s.task_timeout = maro_cli_duration("--task-timeout", optarg);
-			if (s.task_timeout < 1000)
-				maro_usage_error("--task-timeout must be 1ms or more");
-			break;
-		case OPT_FAILED: failed_path = optarg; break;
-		case 'q': s.quiet = 1; break;
-		case 'v': maro_verbose = 1; break;
-		case 'h': usage(); return 0;
-		case 'V': maro_print_version(); return 0;
-		default: maro_usage_error("invalid option");
-		}
-	}
-	if (optind < argc)
-		maro_usage_error("unexpected argument '%s'", argv[optind]);
+	maro_common_init(&cm);
+	maro_opt_parse(&tool, &cm, argc, argv, own, &a);
+	failed_path = a.failed_path;
+	s.name = cm.name;
+	s.prefix = cm.prefix;
+	s.fmt = cm.format;
+	s.quiet = cm.quiet;
 	if (s.json_lines && !s.tag)
 		maro_usage_error("--json-lines needs -t TAG");
 	if (s.async && s.ordered)
 		maro_usage_error("--async and --ordered do not go together");
 	if (s.async && !s.name)
 		maro_usage_error("--async needs a name for the replies (-n NAME)");
-	if (s.name && !maro_name_valid(s.name))
-		maro_usage_error("invalid name '%s'", s.name);
-	if (s.prefix && !maro_name_valid(s.prefix))
-		maro_usage_error("invalid prefix '%s'", s.prefix);
 	if ((s.task_timeout || s.retries || failed_path) && (!s.prefix || s.async))
 		maro_usage_error("--retries, --task-timeout and --failed need -P PREFIX, without --async");
 	if (failed_path) {
@@ -769,16 +756,10 @@ main(int argc, char **argv)
 	if (isatty(STDIN_FILENO))
 		maro_warn("reading %s from the terminal", s.tag ? "payload lines" : "CBOR messages");
 
-	maro_cli_catch_signals();
-	/* -W bounds the whole run, the registry's first words included */
-	deadline = timeout >= 0 ? maro_now_us() + timeout : INT64_MAX;
-	maro_deadline = deadline;
-	s.c = maro_ctx_open(&co, errbuf, sizeof errbuf);
-	if (!s.c)
-		maro_die(errno == EINVAL ? MARO_EXIT_USAGE : MARO_EXIT_UNAVAILABLE, "%s", errbuf);
+	s.c = maro_tool_open(&cm, &deadline);
 	s.tty = isatty(STDERR_FILENO);
 	now = maro_now_us();
-	if (nex && (status = maro_cli_expect_wait(s.c->reg, ex, nex, deadline)) != 0)
+	if ((status = maro_tool_expect(s.c, &cm, deadline)) != 0)
 		goto out;
 	if (!s.async && maro_requester_open(&s.rq, s.c, s.name, errbuf, sizeof errbuf) < 0)
 		maro_die(MARO_EXIT_UNAVAILABLE, "cannot open a reply inbox: %s", errbuf);
@@ -1003,7 +984,7 @@ out:
 	free(s.tasks);
 	free(s.requeue);
 	free(s.peers);
-	free(ex);
+	maro_common_free(&cm);
 	maro_strset_free(&s.by_session);
 	maro_buf_free(&s.line);
 	maro_buf_free(&s.enc);

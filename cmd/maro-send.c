@@ -15,46 +15,46 @@
 #include "maro.h"
 #include "session.h"
 
-static void
-usage(void)
-{
-	printf("usage: %s [-n NAME] [-g GROUP] [--registry URL] [--keyfile FILE] [-p PEER]... [-P PREFIX]\n"
-	    "          [-e TYPE=N]... [--async | --no-wait] [-W DUR] [-f cbor|json|diag|payload]\n"
-	    "          [--window N] [--advertise HOST] [--max-size BYTES] [-q] [-v] < messages\n"
-	    "       %s -t TAG [-d DATA]... [--json JSON] [--task|--notification] [OPTIONS]\n"
-	    "       %s -h | -V\n", maro_progname, maro_progname, maro_progname);
-}
+enum { OPT_JSON = 256, OPT_TASK, OPT_NOTIFICATION, OPT_ASYNC, OPT_NO_WAIT };
 
-enum {
-	OPT_REGISTRY = 256, OPT_KEYFILE, OPT_JSON, OPT_TASK, OPT_NOTIFICATION, OPT_ASYNC, OPT_WINDOW,
-	OPT_ADVERTISE, OPT_MAX_SIZE, OPT_NO_WAIT,
+static const char *const synopsis[] = {
+	"< messages",
+	"-t TAG [-d DATA]... [--json JSON] [--task | --notification] [OPTIONS]",
+	NULL,
 };
 
-static const struct option longopts[] = {
-	{ "name", required_argument, NULL, 'n' },
-	{ "group", required_argument, NULL, 'g' },
-	{ "registry", required_argument, NULL, OPT_REGISTRY },
-	{ "keyfile", required_argument, NULL, OPT_KEYFILE },
-	{ "peer", required_argument, NULL, 'p' },
-	{ "prefix", required_argument, NULL, 'P' },
-	{ "expect", required_argument, NULL, 'e' },
-	{ "tag", required_argument, NULL, 't' },
-	{ "data", required_argument, NULL, 'd' },
-	{ "json", required_argument, NULL, OPT_JSON },
-	{ "task", no_argument, NULL, OPT_TASK },
-	{ "notification", no_argument, NULL, OPT_NOTIFICATION },
-	{ "async", no_argument, NULL, OPT_ASYNC },
-	{ "no-wait", no_argument, NULL, OPT_NO_WAIT },
-	{ "timeout", required_argument, NULL, 'W' },
-	{ "format", required_argument, NULL, 'f' },
-	{ "window", required_argument, NULL, OPT_WINDOW },
-	{ "advertise", required_argument, NULL, OPT_ADVERTISE },
-	{ "max-size", required_argument, NULL, OPT_MAX_SIZE },
-	{ "quiet", no_argument, NULL, 'q' },
-	{ "verbose", no_argument, NULL, 'v' },
-	{ "help", no_argument, NULL, 'h' },
-	{ "version", no_argument, NULL, 'V' },
-	{ NULL, 0, NULL, 0 },
+static const struct maro_opt opts[] = {
+	MARO_OPT_SHARED(MARO_SH_NAME),
+	MARO_OPT_SHARED(MARO_SH_GROUP),
+	MARO_OPT_SHARED(MARO_SH_REGISTRY),
+	MARO_OPT_SHARED(MARO_SH_KEYFILE),
+	{ "peer", 'p', "PEER", "send to PEER (else to each message's destination)", NULL, 'p',
+	    MARO_OPT_REPEAT, 0 },
+	MARO_OPT_SHARED_AS(MARO_SH_PREFIX, "send to every live peer whose name starts with PREFIX", 0),
+	MARO_OPT_SHARED(MARO_SH_EXPECT),
+	{ "tag", 't', "TAG", "build one message with this tag instead of reading stdin", NULL, 't', 0, 0 },
+	{ "data", 'd', "DATA", "a payload item of the built message (a string)", NULL, 'd',
+	    MARO_OPT_REPEAT, 0 },
+	{ "json", 0, "JSON", "the built message's payload, as JSON", NULL, OPT_JSON, 0, 0 },
+	{ "task", 0, NULL, "build a task request: wait for its reply (the default)", NULL, OPT_TASK, 0, 0 },
+	{ "notification", 0, NULL, "build a notification: no reply", NULL, OPT_NOTIFICATION, 0, 0 },
+	{ "async", 0, NULL, "write the messages as acknowledged; replies go to -n NAME", NULL,
+	    OPT_ASYNC, 0, 0 },
+	{ "no-wait", 0, NULL, "best effort: send once, wait for no acknowledgement", NULL,
+	    OPT_NO_WAIT, 0, 0 },
+	MARO_OPT_SHARED(MARO_SH_TIMEOUT),
+	MARO_OPT_SHARED(MARO_SH_FORMAT),
+	MARO_OPT_SHARED(MARO_SH_WINDOW),
+	MARO_OPT_SHARED(MARO_SH_ADVERTISE),
+	MARO_OPT_SHARED(MARO_SH_MAX_SIZE),
+	MARO_OPT_SHARED_AS(MARO_SH_QUIET, "say nothing of what was not delivered", 0),
+	MARO_OPT_SHARED(MARO_SH_VERBOSE),
+	{ 0 },
+};
+
+static const struct maro_tool tool = {
+	"Send messages to named peers; wait until each is acknowledged and each reply came back.",
+	synopsis, opts, 0,
 };
 
 struct sender {
@@ -75,17 +75,6 @@ struct sender {
 	uint64_t delivered, failed, replies_got, reported;
 	int out_error;
 };
-
-static void
-push(char ***v, size_t *n, char *s)
-{
-	char **t = realloc(*v, (*n + 1) * sizeof *t);
-
-	if (!t)
-		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
-	t[(*n)++] = s;
-	*v = t;
-}
 
 static void
 output(struct sender *s, const uint8_t *p, size_t n)
@@ -310,7 +299,7 @@ resolve_prefix(struct sender *s, const char *prefix)
 
 		if (!name)
 			maro_die(MARO_EXIT_SOFTWARE, "out of memory");
-		push(&s->peers, &s->npeers, name);
+		maro_strv_push(&s->peers, &s->npeers, name);
 	}
 	free(v);
 }
@@ -347,79 +336,63 @@ drain_replies(struct sender *s)
 	}
 }
 
+struct args {
+	struct sender *s;
+	struct maro_build *b;
+	int from_flags;
+};
+
+static void
+own(void *arg, int key, char *val)
+{
+	struct args *a = arg;
+
+	switch (key) {
+	case 'p': maro_strv_push(&a->s->peers, &a->s->npeers, val); break;
+	case 't': a->b->tag = val; a->from_flags = 1; break;
+	case 'd': maro_strv_push(&a->b->data, &a->b->ndata, val); break;
+	case OPT_JSON: a->b->json = val; break;
+	case OPT_TASK: a->b->notification = 0; break;
+	case OPT_NOTIFICATION: a->b->notification = 1; break;
+	case OPT_ASYNC: a->s->async = 1; break;
+	case OPT_NO_WAIT: a->s->async = a->s->no_wait = 1; break;
+	}
+}
+
 int
 main(int argc, char **argv)
 {
-	struct maro_ctx_opts co = { 0 };
+	struct maro_common cm;
 	struct sender s = { 0 };
 	struct maro_build b = { 0 };
-	struct maro_expect *ex = NULL;
+	struct args a = { &s, &b, 0 };
 	struct maro_reader r;
 	struct maro_buf built = { 0 };
-	size_t nex = 0, built_at = 0;
-	const char *prefix = NULL;
+	size_t built_at = 0;
+	const char *prefix;
 	char errbuf[512];
-	int64_t timeout = -1, deadline, next_hb, now;
-	int ch, status = MARO_EXIT_OK, input_done = 0, input_status = 0, from_flags = 0;
+	int64_t deadline, next_hb, now;
+	int status = MARO_EXIT_OK, input_done = 0, input_status = 0, from_flags;
 	char input_error[300] = "";
 
 	maro_cli_init(argv[0]);
 	memset(&r, 0, sizeof r);
-	s.name = getenv("MARO_NAME");
-	if (s.name && !*s.name)
-		s.name = NULL;
-	s.fmt = isatty(STDOUT_FILENO) ? MARO_FORMAT_JSON : MARO_FORMAT_CBOR;
-	while ((ch = getopt_long(argc, argv, "n:g:p:P:e:t:d:W:f:qvhV", longopts, NULL)) != -1) {
-		switch (ch) {
-		case 'n': s.name = optarg; break;
-		case 'g': co.group = optarg; break;
-		case OPT_REGISTRY: co.registry_url = optarg; break;
-		case OPT_KEYFILE: co.keyfile = optarg; break;
-		case 'p': push(&s.peers, &s.npeers, optarg); break;
-		case 'P': prefix = optarg; break;
-		case 'e':
-			ex = realloc(ex, (nex + 1) * sizeof *ex);
-			if (!ex)
-				maro_die(MARO_EXIT_SOFTWARE, "out of memory");
-			if (maro_expect_parse(optarg, &ex[nex++]) < 0)
-				maro_usage_error("invalid -e '%s' (use TYPE=N)", optarg);
-			break;
-		case 't': b.tag = optarg; from_flags = 1; break;
-		case 'd': push(&b.data, &b.ndata, optarg); break;
-		case OPT_JSON: b.json = optarg; break;
-		case OPT_TASK: b.notification = 0; break;
-		case OPT_NOTIFICATION: b.notification = 1; break;
-		case OPT_ASYNC: s.async = 1; break;
-		case OPT_NO_WAIT: s.async = s.no_wait = 1; break;
-		case 'W': timeout = maro_cli_duration("-W", optarg); break;
-		case 'f': s.fmt = maro_cli_format(optarg); break;
-		case OPT_WINDOW: co.window = maro_cli_count("--window", optarg); break;
-		case OPT_ADVERTISE: co.advertise = optarg; break;
-		case OPT_MAX_SIZE: co.max_message = maro_cli_count("--max-size", optarg); break;
-		case 'q': s.quiet = 1; break;
-		case 'v': maro_verbose = 1; break;
-		case 'h': usage(); return 0;
-		case 'V': maro_print_version(); return 0;
-		default: maro_usage_error("invalid option");
-		}
-	}
-	if (optind < argc)
-		maro_usage_error("unexpected argument '%s'", argv[optind]);
+	maro_common_init(&cm);
+	maro_opt_parse(&tool, &cm, argc, argv, own, &a);
+	from_flags = a.from_flags;
+	s.name = cm.name;
+	s.fmt = cm.format;
+	s.quiet = cm.quiet;
+	prefix = cm.prefix;
 	if ((b.ndata || b.json) && !b.tag)
 		maro_usage_error("-d and --json need -t TAG");
 	if (b.ndata && b.json)
 		maro_usage_error("-d and --json do not go together");
 	if (prefix && s.npeers)
 		maro_usage_error("-p and -P do not go together");
-	if (prefix && (!maro_name_valid(prefix) || prefix[0] == '~'))
-		maro_usage_error("invalid prefix '%s'", prefix);
-	if (s.name && !maro_name_valid(s.name))
-		maro_usage_error("invalid name '%s'", s.name);
 	for (size_t i = 0; i < s.npeers; i++)
 		if (!maro_name_valid(s.peers[i]))
 			maro_usage_error("invalid peer name '%s'", s.peers[i]);
-	if (co.window == 0 && getenv("MARO_WINDOW"))
-		co.window = maro_cli_count("MARO_WINDOW", getenv("MARO_WINDOW"));
 	if (from_flags) {
 		b.source = s.name;
 		if (maro_build_messages(&b, &built, errbuf, sizeof errbuf) < 0)
@@ -428,14 +401,8 @@ main(int argc, char **argv)
 		maro_warn("reading CBOR messages from the terminal (build them with -t, or pipe maro-msg)");
 	}
 
-	maro_cli_catch_signals();
-	/* -W bounds the whole run, the registry's first words included */
-	deadline = timeout >= 0 ? maro_now_us() + timeout : INT64_MAX;
-	maro_deadline = deadline;
-	s.c = maro_ctx_open(&co, errbuf, sizeof errbuf);
-	if (!s.c)
-		maro_die(errno == EINVAL ? MARO_EXIT_USAGE : MARO_EXIT_UNAVAILABLE, "%s", errbuf);
-	if (nex && (status = maro_cli_expect_wait(s.c->reg, ex, nex, deadline)) != 0)
+	s.c = maro_tool_open(&cm, &deadline);
+	if ((status = maro_tool_expect(s.c, &cm, deadline)) != 0)
 		goto out;
 	if (prefix)
 		resolve_prefix(&s, prefix);
@@ -607,6 +574,6 @@ out:
 			free(s.peers[i]);	/* -P names were copied */
 	free(s.peers);
 	free(b.data);
-	free(ex);
+	maro_common_free(&cm);
 	return status;
 }

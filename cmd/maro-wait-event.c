@@ -17,31 +17,26 @@
 /* Messages held while the event does not hold yet; past this, reading pauses. */
 #define MAX_HELD 65536
 
-static void
-usage(void)
-{
-	printf("usage: %s [-n NAME] [-g GROUP] [--registry URL] [--keyfile FILE] [--type TYPE] [--takeover]\n"
-	    "          [-W DUR] [-f cbor|json|diag|payload] [-q] [-v] EVENT\n"
-	    "       %s -h | -V\n", maro_progname, maro_progname);
-}
+static const char *const synopsis[] = { "EVENT", NULL };
 
-enum { OPT_REGISTRY = 256, OPT_KEYFILE, OPT_TYPE, OPT_TAKEOVER, OPT_ADVERTISE };
+static const struct maro_opt opts[] = {
+	MARO_OPT_SHARED(MARO_SH_NAME),
+	MARO_OPT_SHARED(MARO_SH_GROUP),
+	MARO_OPT_SHARED(MARO_SH_REGISTRY),
+	MARO_OPT_SHARED(MARO_SH_KEYFILE),
+	MARO_OPT_SHARED(MARO_SH_TYPE),
+	MARO_OPT_SHARED(MARO_SH_TAKEOVER),
+	MARO_OPT_SHARED(MARO_SH_TIMEOUT),
+	MARO_OPT_SHARED(MARO_SH_FORMAT),
+	MARO_OPT_SHARED(MARO_SH_ADVERTISE),
+	MARO_OPT_SHARED_AS(MARO_SH_QUIET, "no progress on a terminal, nothing said at -W", 0),
+	MARO_OPT_SHARED(MARO_SH_VERBOSE),
+	{ 0 },
+};
 
-static const struct option longopts[] = {
-	{ "name", required_argument, NULL, 'n' },
-	{ "group", required_argument, NULL, 'g' },
-	{ "registry", required_argument, NULL, OPT_REGISTRY },
-	{ "keyfile", required_argument, NULL, OPT_KEYFILE },
-	{ "type", required_argument, NULL, OPT_TYPE },
-	{ "takeover", no_argument, NULL, OPT_TAKEOVER },
-	{ "timeout", required_argument, NULL, 'W' },
-	{ "format", required_argument, NULL, 'f' },
-	{ "advertise", required_argument, NULL, OPT_ADVERTISE },
-	{ "quiet", no_argument, NULL, 'q' },
-	{ "verbose", no_argument, NULL, 'v' },
-	{ "help", no_argument, NULL, 'h' },
-	{ "version", no_argument, NULL, 'V' },
-	{ NULL, 0, NULL, 0 },
+static const struct maro_tool tool = {
+	"Join under NAME, wait until EVENT holds, write the messages that satisfied it.",
+	synopsis, opts, MARO_TOOL_NEEDS_NAME | MARO_TOOL_OPERANDS,
 };
 
 struct held {
@@ -248,67 +243,34 @@ say_progress(struct waiter *w, int final)
 int
 main(int argc, char **argv)
 {
-	struct maro_ctx_opts co = { 0 };
+	struct maro_common cm;
 	struct waiter w = { 0 };
-	struct maro_entry holder;
 	struct maro_writer out;
 	struct maro_buf line = { 0 };
 	struct maro_ctx *c;
 	struct maro_inbox *ib;
-	enum maro_format fmt = isatty(STDOUT_FILENO) ? MARO_FORMAT_JSON : MARO_FORMAT_CBOR;
-	const char *name = getenv("MARO_NAME"), *type = NULL;
+	enum maro_format fmt;
 	char errbuf[512];
-	int64_t timeout = -1, deadline, next_hb, next_live, now;
-	int ch, quiet = 0, takeover = 0, col, status = MARO_EXIT_OK, tty, done = 0;
+	int64_t deadline, next_hb, next_live, now;
+	int quiet, col, status = MARO_EXIT_OK, tty, done = 0, at;
 	size_t i;
 
 	maro_cli_init(argv[0]);
-	while ((ch = getopt_long(argc, argv, "n:g:W:f:qvhV", longopts, NULL)) != -1) {
-		switch (ch) {
-		case 'n': name = optarg; break;
-		case 'g': co.group = optarg; break;
-		case OPT_REGISTRY: co.registry_url = optarg; break;
-		case OPT_KEYFILE: co.keyfile = optarg; break;
-		case OPT_TYPE: type = optarg; break;
-		case OPT_TAKEOVER: takeover = 1; break;
-		case 'W': timeout = maro_cli_duration("-W", optarg); break;
-		case 'f': fmt = maro_cli_format(optarg); break;
-		case OPT_ADVERTISE: co.advertise = optarg; break;
-		case 'q': quiet = 1; break;
-		case 'v': maro_verbose = 1; break;
-		case 'h': usage(); return 0;
-		case 'V': maro_print_version(); return 0;
-		default: maro_usage_error("invalid option");
-		}
-	}
-	if (optind != argc - 1)
-		maro_usage_error(optind == argc ? "an EVENT is required" : "one EVENT only (quote it)");
-	if (maro_event_parse(&w.ev, argv[optind], &col, errbuf, sizeof errbuf) < 0) {
+	maro_common_init(&cm);
+	at = maro_opt_parse(&tool, &cm, argc, argv, NULL, NULL);
+	fmt = cm.format;
+	quiet = cm.quiet;
+	if (at != argc - 1)
+		maro_usage_error(at == argc ? "an EVENT is required" : "one EVENT only (quote it)");
+	if (maro_event_parse(&w.ev, argv[at], &col, errbuf, sizeof errbuf) < 0) {
 		maro_warn("invalid event at column %d: %s", col, errbuf);
-		fprintf(stderr, "  %s\n  %*s^\n", argv[optind], col - 1, "");
+		fprintf(stderr, "  %s\n  %*s^\n", argv[at], col - 1, "");
 		return MARO_EXIT_USAGE;
 	}
-	if (!name || !*name)
-		maro_usage_error("a name is required (-n NAME or MARO_NAME)");
-	if (!maro_name_valid(name))
-		maro_usage_error("invalid name '%s'", name);
-
 	mark_must(&w, w.ev.root);
 
-	maro_cli_catch_signals();
-	/* -W bounds the whole run, the registry's first words included */
-	deadline = timeout >= 0 ? maro_now_us() + timeout : INT64_MAX;
-	maro_deadline = deadline;
-	c = maro_ctx_open(&co, errbuf, sizeof errbuf);
-	if (!c)
-		maro_die(errno == EINVAL ? MARO_EXIT_USAGE : MARO_EXIT_UNAVAILABLE, "%s", errbuf);
-	ib = maro_inbox_open(c, name, type, takeover, &holder, errbuf, sizeof errbuf);
-	if (!ib) {
-		if (errno == EEXIST)
-			maro_die(MARO_EXIT_UNAVAILABLE, "name '%s' is held by pid %ld on %s (use --takeover)",
-			    name, (long)holder.pid, holder.host);
-		maro_die(MARO_EXIT_UNAVAILABLE, "%s", errbuf);
-	}
+	c = maro_tool_open(&cm, &deadline);
+	ib = maro_tool_inbox(c, &cm, NULL);
 	maro_writer_init(&out, STDOUT_FILENO);
 	tty = isatty(STDERR_FILENO) && !quiet;
 	now = maro_now_us();
