@@ -2,24 +2,22 @@
  * maro-keygen: make a group key file for CURVE (curve.h, maro(7) SECURITY).
  */
 #include <errno.h>
-#include <getopt.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "maro.h"
 
-static void
-usage(void)
-{
-	printf("usage: %s [-v] FILE\n"
-	    "       %s -h | -V\n", maro_progname, maro_progname);
-}
+static const char *const synopsis[] = { "FILE", NULL };
 
-static const struct option longopts[] = {
-	{ "verbose", no_argument, NULL, 'v' },
-	{ "help", no_argument, NULL, 'h' },
-	{ "version", no_argument, NULL, 'V' },
-	{ NULL, 0, NULL, 0 },
+static const struct maro_opt opts[] = {
+	MARO_OPT_SHARED(MARO_SH_VERBOSE),
+	{ 0 },
+};
+
+static const struct maro_tool tool = {
+	"Make a group key file for CURVE: give it to every member of the group.",
+	synopsis, opts, MARO_TOOL_OPERANDS,
 };
 
 int
@@ -27,17 +25,11 @@ main(int argc, char **argv)
 {
 	char errbuf[512];
 	struct maro_curve_key k;
-	int ch;
+	struct maro_common cm;
 
 	maro_cli_init(argv[0]);
-	while ((ch = getopt_long(argc, argv, "vhV", longopts, NULL)) != -1) {
-		switch (ch) {
-		case 'v': maro_verbose = 1; break;
-		case 'h': usage(); return 0;
-		case 'V': maro_print_version(); return 0;
-		default: maro_usage_error("invalid option");
-		}
-	}
+	maro_common_init(&cm);
+	optind = maro_opt_parse(&tool, &cm, argc, argv, NULL, NULL);
 	if (optind >= argc)
 		maro_usage_error("no key file named");
 	if (optind + 1 < argc)

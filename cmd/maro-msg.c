@@ -14,43 +14,46 @@
 
 #include "maro.h"
 
-static void
-usage(void)
-{
-	printf("usage: %s [-f cbor|json|diag|payload] [-i cbor|json] [--check] [-q] [-v]\n"
-	    "          [--max-size BYTES] [--max-depth N] < messages\n"
-	    "       %s -t TAG [-d STR]... [--json JSON] [-p DEST]... [-n SOURCE]\n"
-	    "          [--task | --notification] [-f FORMAT]\n"
-	    "       %s reply [-n SOURCE] [-t TAG] [-d STR | --json JSON | --payloads FILE\n"
-	    "          [--payloads-json]] [-i cbor|json] [-f FORMAT] [-q] [-v] < requests\n"
-	    "       %s -h | -V\n", maro_progname, maro_progname, maro_progname, maro_progname);
-}
-
 enum {
 	OPT_JSON = 256, OPT_TASK, OPT_NOTIFICATION, OPT_CHECK, OPT_MAX_SIZE, OPT_MAX_DEPTH,
 	OPT_PAYLOADS, OPT_PAYLOADS_JSON,
 };
 
-static const struct option longopts[] = {
-	{ "format", required_argument, NULL, 'f' },
-	{ "input", required_argument, NULL, 'i' },
-	{ "tag", required_argument, NULL, 't' },
-	{ "data", required_argument, NULL, 'd' },
-	{ "json", required_argument, NULL, OPT_JSON },
-	{ "peer", required_argument, NULL, 'p' },
-	{ "name", required_argument, NULL, 'n' },
-	{ "task", no_argument, NULL, OPT_TASK },
-	{ "notification", no_argument, NULL, OPT_NOTIFICATION },
-	{ "check", no_argument, NULL, OPT_CHECK },
-	{ "max-size", required_argument, NULL, OPT_MAX_SIZE },
-	{ "max-depth", required_argument, NULL, OPT_MAX_DEPTH },
-	{ "payloads", required_argument, NULL, OPT_PAYLOADS },
-	{ "payloads-json", no_argument, NULL, OPT_PAYLOADS_JSON },
-	{ "quiet", no_argument, NULL, 'q' },
-	{ "verbose", no_argument, NULL, 'v' },
-	{ "help", no_argument, NULL, 'h' },
-	{ "version", no_argument, NULL, 'V' },
-	{ NULL, 0, NULL, 0 },
+static const char *const synopsis[] = {
+	"< messages",
+	"-t TAG [-d STR]... [--json JSON] [-p DEST]... [-n SOURCE]",
+	" [--task | --notification] [-f FORMAT]",
+	"reply [-n SOURCE] [-t TAG] [-d STR | --json JSON | --payloads FILE",
+	" [--payloads-json]] [-i cbor|json] [-f FORMAT] [-q] [-v] < requests",
+	NULL,
+};
+
+static const struct maro_opt opts[] = {
+	{ "format", 'f', "FORMAT", "write cbor, json, diag or payload (default: json on a terminal, "
+	    "else cbor)", NULL, 'f', 0, 0 },
+	{ "input", 'i', "cbor|json", "read a CBOR sequence (the default) or JSON lines", NULL, 'i', 0, 0 },
+	{ "check", 0, NULL, "only check the input: exit 0 or 65", NULL, OPT_CHECK, 0, 0 },
+	{ "max-size", 0, "BYTES", "the largest message taken (default 16 MiB)", NULL, OPT_MAX_SIZE, 0, 0 },
+	{ "max-depth", 0, "N", "the deepest nesting taken (default 64)", NULL, OPT_MAX_DEPTH, 0, 0 },
+	{ "tag", 't', "TAG", "build messages with this tag (or, in reply, retag)", NULL, 't', 0, 0 },
+	{ "data", 'd', "STR", "a payload: one message per -d", NULL, 'd', MARO_OPT_REPEAT, 0 },
+	{ "json", 0, "JSON", "the payload, as JSON", NULL, OPT_JSON, 0, 0 },
+	{ "peer", 'p', "DEST", "the destination: one message per -p", NULL, 'p', MARO_OPT_REPEAT, 0 },
+	{ "name", 'n', "SOURCE", "the source", "MARO_NAME", 'n', 0, 0 },
+	{ "task", 0, NULL, "build task requests (the default)", NULL, OPT_TASK, 0, 0 },
+	{ "notification", 0, NULL, "build notifications", NULL, OPT_NOTIFICATION, 0, 0 },
+	{ "payloads", 0, "FILE", "reply: one payload per line of FILE, request by request", NULL,
+	    OPT_PAYLOADS, 0, 0 },
+	{ "payloads-json", 0, NULL, "reply: the lines of --payloads are JSON", NULL,
+	    OPT_PAYLOADS_JSON, 0, 0 },
+	MARO_OPT_SHARED(MARO_SH_QUIET),
+	MARO_OPT_SHARED(MARO_SH_VERBOSE),
+	{ 0 },
+};
+
+static const struct maro_tool tool = {
+	"Print, check or build messages; turn requests into replies.",
+	synopsis, opts, MARO_TOOL_OPERANDS,
 };
 
 /* Every message read or built goes out through these. */
@@ -74,17 +77,6 @@ static int payloads_json;
 static uint64_t payloads_lineno;
 static char *payloads_line;
 static size_t payloads_cap;
-
-static void
-push(char ***v, size_t *n, char *s)
-{
-	char **t = realloc(*v, (*n + 1) * sizeof *t);
-
-	if (!t)
-		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
-	t[(*n)++] = s;
-	*v = t;
-}
 
 /* An argument that becomes a message's text must be UTF-8. */
 static const char *
@@ -424,13 +416,55 @@ reply_setup(const struct maro_build *b, const char *payloads_file)
 	}
 }
 
+struct args {
+	struct maro_build *b;
+	const char *payloads_file, *input;
+	int fmt_set, njson, type_set;
+};
+
+static void
+own(void *arg, int key, char *val)
+{
+	struct args *a = arg;
+	struct maro_build *b = a->b;
+	uint64_t v;
+
+	switch (key) {
+	case 'f': format = maro_cli_format(val); a->fmt_set = 1; break;
+	case 'i': a->input = val; break;
+	case 't': b->tag = utf8_arg("-t", val); break;
+	case 'd': maro_strv_push(&b->data, &b->ndata, (char *)utf8_arg("-d", val)); break;
+	case OPT_JSON: b->json = val; a->njson++; break;
+	case 'p': maro_strv_push(&b->dests, &b->ndests, (char *)utf8_arg("-p", val)); break;
+	case 'n': b->source = utf8_arg("-n", val); break;
+	case OPT_TASK: b->notification = 0; a->type_set = 1; break;
+	case OPT_NOTIFICATION: b->notification = 1; a->type_set = 1; break;
+	case OPT_CHECK: check = 1; break;
+	case OPT_MAX_SIZE:
+		v = maro_cli_count("--max-size", val);
+		if (v < 1 || v > SIZE_MAX / 16)
+			maro_usage_error("--max-size must be 1 to %zu", SIZE_MAX / 16);
+		limits.max_item = (size_t)v;
+		break;
+	case OPT_MAX_DEPTH:
+		v = maro_cli_count("--max-depth", val);
+		if (v < 1 || v > MARO_CBOR_MAX_DEPTH_LIMIT)
+			maro_usage_error("--max-depth must be 1 to %d", MARO_CBOR_MAX_DEPTH_LIMIT);
+		limits.max_depth = (unsigned)v;
+		break;
+	case OPT_PAYLOADS: a->payloads_file = val; break;
+	case OPT_PAYLOADS_JSON: payloads_json = 1; break;
+	}
+}
+
 int
 main(int argc, char **argv)
 {
+	struct maro_common cm;
 	struct maro_build b = { 0 };
-	const char *payloads_file = NULL, *input = NULL, *env;
-	int ch, quiet = 0, fmt_set = 0, json_in, njson = 0, type_set = 0;
-	uint64_t v;
+	struct args a = { &b, NULL, NULL, 0, 0, 0 };
+	const char *payloads_file, *input, *env;
+	int quiet, fmt_set, json_in, njson, type_set;
 
 	maro_cli_init(argv[0]);
 	format = isatty(STDOUT_FILENO) ? MARO_FORMAT_JSON : MARO_FORMAT_CBOR;
@@ -440,39 +474,14 @@ main(int argc, char **argv)
 		argv++;
 		argc--;
 	}
-	while ((ch = getopt_long(argc, argv, "f:i:t:d:p:n:qvhV", longopts, NULL)) != -1) {
-		switch (ch) {
-		case 'f': format = maro_cli_format(optarg); fmt_set = 1; break;
-		case 'i': input = optarg; break;
-		case 't': b.tag = utf8_arg("-t", optarg); break;
-		case 'd': push(&b.data, &b.ndata, (char *)utf8_arg("-d", optarg)); break;
-		case OPT_JSON: b.json = optarg; njson++; break;
-		case 'p': push(&b.dests, &b.ndests, (char *)utf8_arg("-p", optarg)); break;
-		case 'n': b.source = utf8_arg("-n", optarg); break;
-		case OPT_TASK: b.notification = 0; type_set = 1; break;
-		case OPT_NOTIFICATION: b.notification = 1; type_set = 1; break;
-		case OPT_CHECK: check = 1; break;
-		case OPT_MAX_SIZE:
-			v = maro_cli_count("--max-size", optarg);
-			if (v < 1 || v > SIZE_MAX / 16)
-				maro_usage_error("--max-size must be 1 to %zu", SIZE_MAX / 16);
-			limits.max_item = (size_t)v;
-			break;
-		case OPT_MAX_DEPTH:
-			v = maro_cli_count("--max-depth", optarg);
-			if (v < 1 || v > MARO_CBOR_MAX_DEPTH_LIMIT)
-				maro_usage_error("--max-depth must be 1 to %d", MARO_CBOR_MAX_DEPTH_LIMIT);
-			limits.max_depth = (unsigned)v;
-			break;
-		case OPT_PAYLOADS: payloads_file = optarg; break;
-		case OPT_PAYLOADS_JSON: payloads_json = 1; break;
-		case 'q': quiet = 1; break;
-		case 'v': maro_verbose = 1; break;
-		case 'h': usage(); return maro_cli_close_stdout(MARO_EXIT_OK);
-		case 'V': maro_print_version(); return maro_cli_close_stdout(MARO_EXIT_OK);
-		default: maro_usage_error("invalid option");
-		}
-	}
+	maro_common_init(&cm);
+	optind = maro_opt_parse(&tool, &cm, argc, argv, own, &a);
+	payloads_file = a.payloads_file;
+	input = a.input;
+	fmt_set = a.fmt_set;
+	njson = a.njson;
+	type_set = a.type_set;
+	quiet = cm.quiet;
 	/* "reply" may also come after the options */
 	if (!reply && optind < argc && !strcmp(argv[optind], "reply")) {
 		reply = 1;

@@ -15,30 +15,27 @@
 
 #include "maro.h"
 
-static void
-usage(void)
-{
-	printf("usage: %s [-g GROUP] [--registry URL] [-P PREFIX] [-f text|json]\n"
-	    "          [-e TYPE=N]... [-W DUR] [--status] [--watch] [-q] [-v]\n"
-	    "       %s -h | -V\n", maro_progname, maro_progname);
-}
+enum { OPT_WATCH = 256, OPT_STATUS };
 
-enum { OPT_REGISTRY = 256, OPT_WATCH, OPT_STATUS };
+static const char *const synopsis[] = { "", NULL };
 
-static const struct option longopts[] = {
-	{ "group", required_argument, NULL, 'g' },
-	{ "registry", required_argument, NULL, OPT_REGISTRY },
-	{ "prefix", required_argument, NULL, 'P' },
-	{ "format", required_argument, NULL, 'f' },
-	{ "expect", required_argument, NULL, 'e' },
-	{ "timeout", required_argument, NULL, 'W' },
-	{ "watch", no_argument, NULL, OPT_WATCH },
-	{ "status", no_argument, NULL, OPT_STATUS },
-	{ "quiet", no_argument, NULL, 'q' },
-	{ "verbose", no_argument, NULL, 'v' },
-	{ "help", no_argument, NULL, 'h' },
-	{ "version", no_argument, NULL, 'V' },
-	{ NULL, 0, NULL, 0 },
+static const struct maro_opt opts[] = {
+	MARO_OPT_SHARED(MARO_SH_GROUP),
+	MARO_OPT_SHARED(MARO_SH_REGISTRY),
+	MARO_OPT_SHARED_AS(MARO_SH_PREFIX, "only the peers whose name starts with PREFIX", 0),
+	{ "format", 'f', "text|json", "text (the default) or json", NULL, 'f', 0, 0 },
+	MARO_OPT_SHARED(MARO_SH_EXPECT),
+	MARO_OPT_SHARED(MARO_SH_TIMEOUT),
+	{ "status", 0, NULL, "one line per type: how many live, how fresh", NULL, OPT_STATUS, 0, 0 },
+	{ "watch", 0, NULL, "then write each join and leave as it happens", NULL, OPT_WATCH, 0, 0 },
+	MARO_OPT_SHARED_AS(MARO_SH_QUIET, "with -e: list nothing, only wait", 0),
+	MARO_OPT_SHARED(MARO_SH_VERBOSE),
+	{ 0 },
+};
+
+static const struct maro_tool tool = {
+	"List the live members of a group; wait for the expected ones; watch them come and go.",
+	synopsis, opts, 0,
 };
 
 struct out {
@@ -446,61 +443,60 @@ watch(struct maro_registry *r, const char *prefix, const struct out *o, int64_t 
 	return status;
 }
 
+struct args {
+	struct out *o;
+	int watching, summary;
+};
+
+static void
+own(void *arg, int key, char *val)
+{
+	struct args *a = arg;
+
+	switch (key) {
+	case 'f':
+		if (strcmp(val, "text") && strcmp(val, "json"))
+			maro_usage_error("unknown format '%s' (text or json)", val);
+		a->o->json = !strcmp(val, "json");
+		break;
+	case OPT_WATCH: a->watching = 1; break;
+	case OPT_STATUS: a->summary = 1; break;
+	}
+}
+
 int
 main(int argc, char **argv)
 {
+	struct maro_common cm;
 	struct maro_registry *r;
-	struct maro_expect *ex = NULL;
 	struct out o = { 0, 0 };
-	const char *url = NULL, *group = getenv("MARO_GROUP"), *prefix = NULL;
+	struct args a = { &o, 0, 0 };
+	const char *group, *prefix;
 	char errbuf[512];
-	size_t nex = 0;
-	int64_t timeout = -1, deadline;
-	int ch, watching = 0, status, summary = 0;
+	size_t nex;
+	int64_t deadline;
+	int watching, status, summary;
 
 	maro_cli_init(argv[0]);
-	while ((ch = getopt_long(argc, argv, "g:P:f:e:W:qvhV", longopts, NULL)) != -1) {
-		switch (ch) {
-		case 'g': group = optarg; break;
-		case OPT_REGISTRY: url = optarg; break;
-		case 'P': prefix = optarg; break;
-		case 'f':
-			if (strcmp(optarg, "text") && strcmp(optarg, "json"))
-				maro_usage_error("unknown format '%s' (text or json)", optarg);
-			o.json = !strcmp(optarg, "json");
-			break;
-		case 'e':
-			ex = realloc(ex, (nex + 1) * sizeof *ex);
-			if (!ex)
-				maro_die(MARO_EXIT_SOFTWARE, "out of memory");
-			if (maro_expect_parse(optarg, &ex[nex++]) < 0)
-				maro_usage_error("invalid -e '%s' (use TYPE=N, N at least 1)", optarg);
-			break;
-		case 'W': timeout = maro_cli_duration("-W", optarg); break;
-		case OPT_WATCH: watching = 1; break;
-		case OPT_STATUS: summary = 1; break;
-		case 'q': o.quiet = 1; break;
-		case 'v': maro_verbose = 1; break;
-		case 'h': usage(); return 0;
-		case 'V': maro_print_version(); return 0;
-		default: maro_usage_error("invalid option");
-		}
-	}
-	if (optind < argc)
-		maro_usage_error("unexpected argument '%s'", argv[optind]);
-	if (prefix && (!maro_name_valid(prefix) || prefix[0] == '~'))
-		maro_usage_error("invalid prefix '%s' (letters, digits, '.', '_', '-')", prefix);
+	maro_common_init(&cm);
+	maro_opt_parse(&tool, &cm, argc, argv, own, &a);
+	watching = a.watching;
+	summary = a.summary;
+	o.quiet = cm.quiet;
+	prefix = cm.prefix;
+	nex = cm.nexpect;
+	group = cm.co.group ? cm.co.group : getenv("MARO_GROUP");
 	if (!group || !*group)
 		group = "maro";
 
 	maro_cli_catch_signals();
-	deadline = timeout >= 0 ? maro_now_us() + timeout : INT64_MAX;
+	deadline = cm.timeout >= 0 ? maro_now_us() + cm.timeout : INT64_MAX;
 	maro_deadline = deadline;
-	r = maro_registry_open(url, group, NULL, errbuf, sizeof errbuf);
+	r = maro_registry_open(cm.co.registry_url, group, NULL, errbuf, sizeof errbuf);
 	if (!r)
 		maro_die(errno == EINVAL ? MARO_EXIT_USAGE : MARO_EXIT_UNAVAILABLE, "%s", errbuf);
 	maro_info("group '%s' in the %s registry", group, maro_registry_kind(r));
-	status = nex ? maro_cli_expect_wait(r, ex, nex, deadline) : 0;
+	status = nex ? maro_cli_expect_wait(r, cm.expect, nex, deadline) : 0;
 	if (status == 0 && summary)
 		status = status_view(r, prefix, &o, watching, deadline);
 	else if (status == 0 && watching)
@@ -508,6 +504,6 @@ main(int argc, char **argv)
 	else if (status == 0 && !(nex && o.quiet))
 		status = show(r, prefix, &o);
 	maro_registry_close(r);
-	free(ex);
+	maro_common_free(&cm);
 	return maro_cli_close_stdout(status);
 }

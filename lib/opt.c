@@ -170,8 +170,12 @@ maro_opt_help(const struct maro_tool *t)
 	size_t i, n = count(t);
 
 	usage_line(t);
+	/* a form that starts with a blank goes on from the one before */
 	for (i = 1; t->synopsis[0] && t->synopsis[i]; i++)
-		printf("       %s %s\n", maro_progname, t->synopsis[i]);
+		if (t->synopsis[i][0] == ' ')
+			printf("%*s%s\n", (int)strlen(maro_progname) + 8, "", t->synopsis[i] + 1);
+		else
+			printf("       %s %s\n", maro_progname, t->synopsis[i]);
 	printf("       %s -h | -V\n\n%s\n\noptions:\n", maro_progname, t->summary);
 	for (i = 0; i < n; i++) {
 		struct maro_opt o = resolve(&t->opts[i]);

@@ -522,7 +522,7 @@ bad_input() {
 	run --separate-stderr maro-msg --help
 	[ "$status" -eq 0 ]
 	[ "$stderr" = "" ]
-	[[ ${lines[0]} == "usage: maro-msg [-f cbor|json|diag|payload]"* ]]
+	[[ ${lines[0]} == "usage: maro-msg [-f FORMAT] [-i cbor|json] [--check]"* ]]
 	[[ $output == *"maro-msg -t TAG"* ]]
 	[[ $output == *"maro-msg reply"* ]]
 	run --separate-stderr maro-msg -h
