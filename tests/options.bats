@@ -1,0 +1,195 @@
+#!/usr/bin/env bats
+# Every tool's options come from one table (lib/opt.h): --help,
+# --list-options and the parse.  Here each tool's table is held against its
+# man page: every flag it takes is documented in OPTIONS and SYNOPSIS, every
+# flag documented is taken, with the same short letter; and the shared
+# flags resolve with one precedence: flag > MARO_* > default.
+
+load helpers
+
+setup() { cd "$BATS_TEST_TMPDIR"; }
+teardown() { default_teardown; }
+
+TOOLS="maro-bcast maro-dist maro-keygen maro-msg maro-peers maro-pool maro-recv maro-scatter
+maro-send maro-wait-event"
+
+# man_flags PAGE SECTION: the flags a section of an mdoc page names, one per
+# line ("-x", "--long"), and "-x --long" for each pair it gives ("Fl x , -long")
+man_flags() {
+	awk -v want="$2" '
+	/^\.Sh / { on = ($2 == want); next }
+	!on { next }
+	# in OPTIONS, the flags an item is about; in SYNOPSIS, all
+	want == "OPTIONS" && !/^\.It / { next }
+	{
+		n = split($0, t, /[ \t]+/)
+		sub(/^\./, "", t[1])
+		for (i = 1; i <= n; i++) {
+			if (t[i] != "Fl" || i == n)
+				continue
+			w = t[i + 1]
+			sub(/[|,]$/, "", w)
+			# "Fl -task | -notification", "Fl h | V": alternatives
+			for (j = i + 2; t[j] == "|" && j < n; j += 2) {
+				a = t[j + 1]
+				sub(/[|,]$/, "", a)
+				if (a ~ /^-[a-z]/)
+					print "-" a
+				else if (a ~ /^[A-Za-z]$/)
+					print "-" a
+			}
+			if (w ~ /^-[a-z]/) {
+				print "-" w
+			} else if (w ~ /^[A-Za-z]+$/) {
+				for (j = 1; j <= length(w); j++)
+					print "-" substr(w, j, 1)
+				# "Fl x , -long": a pair
+				if (length(w) == 1 && t[i + 2] == "," && t[i + 3] ~ /^-[a-z]/) {
+					l = t[i + 3]
+					sub(/,$/, "", l)
+					print "-" l
+					print "-" w " -" l
+				}
+			}
+		}
+	}' "$MARO_TOP/man/$1.1" | sort -u
+}
+
+# tool_flags TOOL: what the tool takes, one per line ("-x", "--long"), from its table
+tool_flags() {
+	"$1" --list-options | sed 's/=$//' | sort -u
+}
+
+# tool_pairs TOOL: "-x --long" for each flag with a short letter, from --help
+tool_pairs() {
+	"$1" --help | sed -n 's/^  \(-[A-Za-z]\), \(--[a-z-]*\).*/\1 \2/p' | sort -u
+}
+
+@test "--list-options: one line per flag, each once, --help and --version among them" {
+	local t
+	for t in $TOOLS; do
+		run -0 "$t" --list-options
+		assert_line -- --help
+		assert_line -- -h
+		assert_line -- --version
+		assert_line -- -V
+		[ "$(printf '%s\n' "${lines[@]}" | sort | uniq -d)" = "" ] || {
+			echo "$t: twice: $(printf '%s\n' "${lines[@]}" | sort | uniq -d)"
+			return 1
+		}
+	done
+}
+
+@test "every flag a tool takes is in its man page's OPTIONS, with the same short letter" {
+	local t f missing=""
+	for t in $TOOLS; do
+		documented=$(man_flags "$t" OPTIONS | grep -v ' ')
+		pairs=$(man_flags "$t" OPTIONS | grep ' ' || true)
+		tool_pairs "$t" > pairs
+		while read -r f; do
+			long=$(awk -v f="$f" '$1 == f { print $2 }' pairs)
+			short=$(awk -v f="$f" '$2 == f { print $1 }' pairs)
+			# a flag is documented under its long name or its short letter
+			grep -qx -- "$f" <<<"$documented" && continue
+			[ -n "$long" ] && grep -qx -- "$long" <<<"$documented" && continue
+			[ -n "$short" ] && grep -qx -- "$short" <<<"$documented" && continue
+			missing="$missing $t:$f"
+		done < <(tool_flags "$t")
+		# a pair the page gives is the tool's pair
+		while read -r s l; do
+			[ -n "$s" ] || continue
+			grep -qx -- "$s $l" pairs || missing="$missing $t:'$s,$l'"
+		done <<<"$pairs"
+	done
+	[ -z "$missing" ] || { echo "not in OPTIONS, or paired otherwise:$missing"; return 1; }
+}
+
+@test "every flag a man page's OPTIONS names is one the tool takes" {
+	local t f extra=""
+	for t in $TOOLS; do
+		tool_flags "$t" > taken
+		while read -r f; do
+			grep -qx -- "$f" taken || extra="$extra $t:$f"
+		done < <(man_flags "$t" OPTIONS | grep -v ' ')
+	done
+	[ -z "$extra" ] || { echo "documented but not taken:$extra"; return 1; }
+}
+
+@test "every flag a tool takes is in its man page's SYNOPSIS" {
+	local t f missing=""
+	for t in $TOOLS; do
+		synopsis=$(man_flags "$t" SYNOPSIS | grep -v ' ')
+		tool_pairs "$t" > pairs
+		while read -r f; do
+			grep -qx -- "$f" <<<"$synopsis" && continue
+			other=$(awk -v f="$f" '$1 == f { print $2 } $2 == f { print $1 }' pairs)
+			[ -n "$other" ] && grep -qx -- "$other" <<<"$synopsis" && continue
+			case $f in --help|--version) continue ;; esac
+			missing="$missing $t:$f"
+		done < <(tool_flags "$t")
+	done
+	[ -z "$missing" ] || { echo "not in SYNOPSIS:$missing"; return 1; }
+}
+
+@test "--help: a usage line, the summary, one line per flag of the table, the man page named" {
+	local t
+	for t in $TOOLS; do
+		run -0 "$t" --help
+		[[ ${lines[0]} == "usage: $t "* ]]
+		assert_line "       $t -h | -V"
+		assert_line "The manual: man $t"
+		# every long flag of the table has its help line
+		while read -r f; do
+			[[ $f == --* ]] || continue
+			[ "$f" = --list-options ] && continue
+			assert_line --regexp "^  (-[A-Za-z], |    )$f( |\[|$)"
+		done < <(tool_flags "$t")
+	done
+}
+
+@test "--help and --list-options fail like any write when standard output is full" {
+	local t
+	for t in maro-send maro-recv; do
+		run -70 --separate-stderr sh -c "$t --help > /dev/full"
+		[[ $stderr == "$t: error writing standard output: "* ]]
+		run -70 --separate-stderr sh -c "$t --list-options > /dev/full"
+	done
+}
+
+@test "a shared flag resolves flag > MARO_* > default (name, and the window of maro-send)" {
+	local reg=dir:$BATS_TEST_TMPDIR/reg
+	# the flag wins over the variable
+	MARO_NAME=from-env maro-recv --registry "$reg" -n from-flag --idle-timeout 5s > /dev/null &
+	local pid=$!
+	wait_until 5 sh -c "maro-peers --registry $reg | grep -q from-flag"
+	run -0 maro-peers --registry "$reg"
+	refute_output --partial from-env
+	kill "$pid"
+	wait "$pid" || true
+	# the variable, when no flag
+	MARO_NAME=from-env maro-recv --registry "$reg" --idle-timeout 5s > /dev/null &
+	pid=$!
+	wait_until 5 sh -c "maro-peers --registry $reg | grep -q from-env"
+	kill "$pid"
+	wait "$pid" || true
+	# an empty variable is none: the name is required
+	run -2 --separate-stderr env MARO_NAME= maro-recv --registry "$reg"
+	assert_equal "$stderr" "maro-recv: a name is required (-n NAME or MARO_NAME); try 'maro-recv --help'"
+	# a bad variable is a usage error naming it; the flag overrides it
+	run -2 --separate-stderr env MARO_WINDOW=x maro-send --registry "$reg" -p nobody -t t -W 1ms
+	assert_equal "$stderr" "maro-send: invalid number 'x' for MARO_WINDOW; try 'maro-send --help'"
+	run -124 --separate-stderr env MARO_WINDOW=x maro-send --registry "$reg" --window 2 -p nobody -t t -W 100ms
+}
+
+@test "a flag a tool does not take, or a value it cannot, is a usage error: exit 2, nothing on stdout" {
+	local t
+	for t in $TOOLS; do
+		run -2 --separate-stderr "$t" --no-such-flag
+		[ -z "$output" ]
+		[[ $stderr == *"$t: invalid option; try '$t --help'" ]]
+	done
+	run -2 --separate-stderr maro-recv -n a -W soon
+	assert_equal "$stderr" "maro-recv: invalid duration 'soon' for -W (use N[.N][ms|s|m|h]); try 'maro-recv --help'"
+	run -2 --separate-stderr maro-send -e nope
+	assert_equal "$stderr" "maro-send: invalid -e 'nope' (use TYPE=N, N at least 1); try 'maro-send --help'"
+}
