@@ -58,27 +58,10 @@ struct bcast {
 	struct maro_requester rq;
 	int async, quiet, blocking;
 	struct maro_strset waiting;	/* peer names still owing their reply */
-	struct maro_writer w;
-	struct maro_buf line;
-	enum maro_format fmt;
+	struct maro_tool_out out;
 	uint64_t delivered, replies, failed;
-	int out_error;
 	char session[128];
 };
-
-static void
-output(struct bcast *b, const uint8_t *p, size_t n)
-{
-	struct maro_err err;
-
-	b->line.len = 0;
-	if (maro_format_item(&b->line, b->fmt, p, n, &err) < 0) {
-		maro_warn("cannot print a message: %s", err.msg);
-		return;
-	}
-	if (maro_writer_put(&b->w, b->line.p, b->line.len) < 0)
-		b->out_error = errno;
-}
 
 static void
 on_ack(void *arg, const char *dest, const uint8_t *p, size_t n)
@@ -88,7 +71,7 @@ on_ack(void *arg, const char *dest, const uint8_t *p, size_t n)
 	(void)dest;
 	b->delivered++;
 	if (b->async)
-		output(b, p, n);
+		maro_tool_out_put(&b->out, p, n);
 }
 
 static void
@@ -184,7 +167,6 @@ main(int argc, char **argv)
 	maro_opt_parse(&tool, &cm, argc, argv, own, &a);
 	name = cm.name;
 	prefix = cm.prefix;
-	b.fmt = cm.format;
 	b.quiet = cm.quiet;
 	if ((mb.ndata || mb.json) && !mb.tag)
 		maro_usage_error("-d and --json need -t TAG");
@@ -256,7 +238,7 @@ main(int argc, char **argv)
 		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
 	/* one round, and then waiting on it: receivers acknowledge at once */
 	maro_outbox_prompt(b.ob);
-	maro_writer_init(&b.w, STDOUT_FILENO);
+	maro_tool_out_init(&b.out, cm.format);
 	for (i = 0; i < npeers; i++) {
 		/* the same bytes to every peer: encoded once */
 		if (maro_outbox_put(b.ob, peers[i].name, enc.p, enc.len) < 0)
@@ -291,34 +273,21 @@ main(int argc, char **argv)
 					maro_info("ignoring a reply from '%s'", src);
 				} else {
 					maro_outbox_settle(b.ob, src, d.msg.session_id);
-					output(&b, d.p, d.n);
+					maro_tool_out_put(&b.out, d.p, d.n);
 					b.replies++;
 				}
 				maro_inbox_done(b.rq.inbox, &d);
 			}
 		}
-		if (maro_writer_flush(&b.w) < 0 || b.out_error) {
-			status = MARO_EXIT_SOFTWARE;
-			/* a signal ends a blocked write: leave as for the signal */
-			if ((b.out_error ? b.out_error : errno) == EINTR && maro_signal)
-				status = maro_signal_status();
-			else if ((b.out_error ? b.out_error : errno) == ETIMEDOUT)
-				status = MARO_EXIT_TIMEOUT;	/* -W came while standard output took nothing */
+		if ((status = maro_tool_out_flush(&b.out)) != 0)
 			goto out;
-		}
 		if (b.blocking)
 			maro_inbox_flush(b.rq.inbox);
 		if (maro_outbox_pending(b.ob) == 0 && (!b.blocking || b.waiting.used == 0))
 			break;
-		if (maro_signal) {
-			status = maro_signal_status();
+		if ((status = maro_tool_stop(deadline)) != 0)
 			break;
-		}
 		now = maro_now_us();
-		if (now >= deadline) {
-			status = MARO_EXIT_TIMEOUT;
-			break;
-		}
 		if (now >= next_check) {
 			if (b.blocking) {
 				maro_registry_heartbeat(b.c->reg);
@@ -353,8 +322,7 @@ out:
 	maro_outbox_free(b.ob);
 	maro_requester_close(&b.rq);
 	maro_ctx_close(b.c);
-	maro_writer_free(&b.w);
-	maro_buf_free(&b.line);
+	maro_tool_out_free(&b.out);
 	maro_strset_free(&b.waiting);
 	maro_buf_free(&in);
 	maro_buf_free(&enc);

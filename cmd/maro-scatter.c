@@ -109,11 +109,9 @@ struct scatter {
 	size_t rq_head, nrequeue, requeue_cap;
 	struct peer *peers;
 	size_t npeers, rr;
-	struct maro_writer w;
-	struct maro_buf line, enc;
-	enum maro_format fmt;
+	struct maro_tool_out out;
+	struct maro_buf enc;
 	uint64_t delivered;
-	int out_error;
 	int64_t started;
 	int input_done;		/* the total is known */
 	uint64_t lineno;	/* -t: the line next_input returned last (1 for the first) */
@@ -134,26 +132,6 @@ xrealloc(void *p, size_t n)
 	if (!p)
 		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
 	return p;
-}
-
-static void
-output(struct scatter *s, const uint8_t *p, size_t n)
-{
-	struct maro_err err;
-
-	/* CBOR goes out as it came: no copy through line */
-	if (s->fmt == MARO_FORMAT_CBOR) {
-		if (maro_writer_put(&s->w, p, n) < 0)
-			s->out_error = errno;
-		return;
-	}
-	s->line.len = 0;
-	if (maro_format_item(&s->line, s->fmt, p, n, &err) < 0) {
-		maro_warn("cannot print a message: %s", err.msg);
-		return;
-	}
-	if (maro_writer_put(&s->w, s->line.p, s->line.len) < 0)
-		s->out_error = errno;
 }
 
 static struct task *
@@ -199,7 +177,7 @@ on_ack(void *arg, const char *dest, const uint8_t *p, size_t n)
 	s->delivered++;
 	if (!s->async)
 		return;
-	output(s, p, n);
+	maro_tool_out_put(&s->out, p, n);
 	/* delivered: the task is done, and a peer that leaves later owes nothing */
 	if (maro_msg_decode(&m, p, n, &err) < 0 ||
 	    !maro_strset_get(&s->by_session, m.session_id.p, m.session_id.n, &i) ||
@@ -269,7 +247,7 @@ ordered_out(struct scatter *s)
 		struct task *o = task_at(s, s->next_out);
 
 		if (o->reply)
-			output(s, o->reply, o->reply_n);
+			maro_tool_out_put(&s->out, o->reply, o->reply_n);
 		task_free(s, s->next_out++);
 	}
 }
@@ -553,7 +531,7 @@ task_answered(struct scatter *s, struct maro_delivery *d)
 		s->peers[t->peer].inflight--;
 	t->msg = NULL;
 	if (!s->ordered) {
-		output(s, d->p, d->n);
+		maro_tool_out_put(&s->out, d->p, d->n);
 		task_free(s, i);
 		return;
 	}
@@ -641,10 +619,9 @@ flush_ordered(struct scatter *s)
 		struct task *t = task_at(s, i);
 
 		if (t && t->done && t->reply)
-			output(s, t->reply, t->reply_n);
+			maro_tool_out_put(&s->out, t->reply, t->reply_n);
 	}
-	if (maro_writer_flush(&s->w) < 0 && errno != EPIPE)
-		maro_warn("error writing standard output: %s", strerror(errno));
+	maro_tool_out_flush(&s->out);	/* says what failed; the status is the timeout's */
 }
 
 /* Next input item: a CBOR message, or with -t one line.  1, 0 (none yet / end), -1 error. */
@@ -737,7 +714,6 @@ main(int argc, char **argv)
 	failed_path = a.failed_path;
 	s.name = cm.name;
 	s.prefix = cm.prefix;
-	s.fmt = cm.format;
 	s.quiet = cm.quiet;
 	if (s.json_lines && !s.tag)
 		maro_usage_error("--json-lines needs -t TAG");
@@ -778,7 +754,7 @@ main(int argc, char **argv)
 	 */
 	if (s.async)
 		maro_outbox_prompt(s.ob);
-	maro_writer_init(&s.w, STDOUT_FILENO);
+	maro_tool_out_init(&s.out, cm.format);
 	maro_reader_init(&r, STDIN_FILENO, &s.c->limits);
 	s.started = maro_now_us();
 	s.next_progress = s.started + s.progress_every;
@@ -871,10 +847,8 @@ main(int argc, char **argv)
 				maro_inbox_done(s.rq.inbox, &d);
 			}
 		}
-		if (maro_writer_flush(&s.w) < 0 || s.out_error) {
-			status = maro_cli_output_failed(s.out_error ? s.out_error : errno);
+		if ((status = maro_tool_out_flush(&s.out)) != 0)
 			goto out;
-		}
 		/* held a little, so that one frame acknowledges many replies */
 		if (s.rq.inbox)
 			maro_inbox_flush_due(s.rq.inbox);
@@ -883,15 +857,9 @@ main(int argc, char **argv)
 		if (input_done && s.rq_head == s.nrequeue &&
 		    (s.async ? maro_outbox_pending(s.ob) == 0 : s.ndone == s.ntasks))
 			break;
-		if (maro_signal) {
-			status = maro_signal_status();
+		if ((status = maro_tool_stop(deadline)) != 0)
 			break;
-		}
 		now = maro_now_us();
-		if (now >= deadline) {
-			status = MARO_EXIT_TIMEOUT;
-			break;
-		}
 		if (now >= next_hb) {
 			if (s.rq.inbox)
 				maro_registry_heartbeat(s.c->reg);
@@ -986,13 +954,13 @@ out:
 	free(s.peers);
 	maro_common_free(&cm);
 	maro_strset_free(&s.by_session);
-	maro_buf_free(&s.line);
+
 	maro_buf_free(&s.enc);
 	maro_reader_free(&r);
 	maro_outbox_free(s.ob);
 	maro_requester_close(&s.rq);
 	maro_ctx_close(s.c);
-	maro_writer_free(&s.w);
+	maro_tool_out_free(&s.out);
 	if (s.failed_fd >= 0)
 		close(s.failed_fd);
 	if (failed_path)

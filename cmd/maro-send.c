@@ -66,29 +66,12 @@ struct sender {
 	int no_wait;		/* best effort: sent once, no acknowledgement awaited */
 	char **peers;
 	size_t npeers;
-	struct maro_writer w;
-	struct maro_buf line;
-	enum maro_format fmt;
+	struct maro_tool_out out;
 	/* encoded messages waiting for room in their destination's window */
 	struct maro_buf staged;
 	size_t staged_at;
 	uint64_t delivered, failed, replies_got, reported;
-	int out_error;
 };
-
-static void
-output(struct sender *s, const uint8_t *p, size_t n)
-{
-	struct maro_err err;
-
-	s->line.len = 0;
-	if (maro_format_item(&s->line, s->fmt, p, n, &err) < 0) {
-		maro_warn("cannot print a message: %s", err.msg);
-		return;
-	}
-	if (maro_writer_put(&s->w, s->line.p, s->line.len) < 0)
-		s->out_error = errno;
-}
 
 static void
 on_ack(void *arg, const char *dest, const uint8_t *p, size_t n)
@@ -98,7 +81,7 @@ on_ack(void *arg, const char *dest, const uint8_t *p, size_t n)
 	(void)dest;
 	s->delivered++;
 	if (s->async)
-		output(s, p, n);
+		maro_tool_out_put(&s->out, p, n);
 }
 
 static void
@@ -328,8 +311,8 @@ drain_replies(struct sender *s)
 		/* a reply proves its request arrived, acknowledged or not */
 		snprintf(src, sizeof src, "%.*s", (int)d.msg.source.n, d.msg.source.p ? d.msg.source.p : "");
 		maro_outbox_settle(s->ob, src, d.msg.session_id);
-		output(s, d.p, d.n);
-		if (s->out_error)
+		maro_tool_out_put(&s->out, d.p, d.n);
+		if (s->out.error)
 			return;
 		maro_inbox_done(s->rq.inbox, &d);
 		s->replies_got++;
@@ -381,7 +364,6 @@ main(int argc, char **argv)
 	maro_opt_parse(&tool, &cm, argc, argv, own, &a);
 	from_flags = a.from_flags;
 	s.name = cm.name;
-	s.fmt = cm.format;
 	s.quiet = cm.quiet;
 	prefix = cm.prefix;
 	if ((b.ndata || b.json) && !b.tag)
@@ -409,7 +391,7 @@ main(int argc, char **argv)
 	s.ob = maro_outbox_new(s.c, on_fail, on_ack, &s);
 	if (!s.ob)
 		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
-	maro_writer_init(&s.w, STDOUT_FILENO);
+	maro_tool_out_init(&s.out, cm.format);
 	maro_reader_init(&r, STDIN_FILENO, &s.c->limits);
 	next_hb = maro_now_us() + 1000000;
 
@@ -472,10 +454,8 @@ main(int argc, char **argv)
 		 * what waits staged must go now
 		 */
 		again = s.staged.len && flush_staged(&s);
-		if (maro_writer_flush(&s.w) < 0 || s.out_error) {
-			status = maro_cli_output_failed(s.out_error ? s.out_error : errno);
+		if ((status = maro_tool_out_flush(&s.out)) != 0)
 			goto out;
-		}
 		if (s.rq.inbox)
 			maro_inbox_flush(s.rq.inbox);
 		if (input_done && s.staged.len == 0 && maro_outbox_pending(s.ob) == 0 &&
@@ -484,15 +464,9 @@ main(int argc, char **argv)
 		/* --no-wait: each message went once to its peer's connection */
 		if (s.no_wait && input_done && s.staged.len == 0 && maro_outbox_unsent(s.ob) == 0)
 			break;
-		if (maro_signal) {
-			status = maro_signal_status();
+		if ((status = maro_tool_stop(deadline)) != 0)
 			break;
-		}
 		now = maro_now_us();
-		if (now >= deadline) {
-			status = MARO_EXIT_TIMEOUT;
-			break;
-		}
 		if (s.rq.inbox && now >= next_hb) {
 			maro_registry_heartbeat(s.c->reg);
 			next_hb = now + 1000000;
@@ -564,9 +538,8 @@ out:
 	maro_outbox_free(s.ob);
 	maro_requester_close(&s.rq);
 	maro_ctx_close(s.c);
-	maro_writer_free(&s.w);
+	maro_tool_out_free(&s.out);
 	maro_reader_free(&r);
-	maro_buf_free(&s.line);
 	maro_buf_free(&s.staged);
 	maro_buf_free(&built);
 	if (prefix)

@@ -14,6 +14,8 @@
 
 #include <stdint.h>
 
+#include "cborseq.h"
+#include "format.h"
 #include "inbox.h"
 #include "opt.h"
 #include "transport.h"
@@ -36,5 +38,30 @@ struct maro_inbox *maro_tool_inbox(struct maro_ctx *c, const struct maro_common 
  * (maro_cli_expect_wait, cli.h).
  */
 int maro_tool_expect(struct maro_ctx *c, struct maro_common *cm, int64_t deadline);
+
+/*
+ * Standard output of a tool that writes messages: each one in the format
+ * of -f (CBOR as it came, without a copy).  A write that fails keeps its
+ * errno in error and writes nothing more; maro_tool_out_flush then says so
+ * and gives the status to leave with.
+ */
+struct maro_tool_out {
+	struct maro_writer w;
+	struct maro_buf line;
+	enum maro_format fmt;
+	int error;
+};
+void maro_tool_out_init(struct maro_tool_out *o, enum maro_format fmt);
+/* Writes one message; one that cannot be printed in the format is said and skipped. */
+void maro_tool_out_put(struct maro_tool_out *o, const uint8_t *p, size_t n);
+/* Writes out what is buffered.  0, or the status (maro_cli_output_failed, cli.h). */
+int maro_tool_out_flush(struct maro_tool_out *o);
+void maro_tool_out_free(struct maro_tool_out *o);
+
+/*
+ * Whether a tool's loop ends at this turn: 0 to go on, the signal's status
+ * (130, 143) after SIGINT or SIGTERM, 124 at the deadline.
+ */
+int maro_tool_stop(int64_t deadline);
 
 #endif
