@@ -26,10 +26,7 @@ static const char *const synopsis[] = {
 static const struct maro_opt opts[] = {
 	MARO_OPT_SHARED_AS(MARO_SH_PREFIX, "to every live peer whose name starts with PREFIX "
 	    "(else the whole group)", 0),
-	MARO_OPT_SHARED(MARO_SH_NAME),
-	MARO_OPT_SHARED(MARO_SH_GROUP),
-	MARO_OPT_SHARED(MARO_SH_REGISTRY),
-	MARO_OPT_SHARED(MARO_SH_KEYFILE),
+	MARO_OPTS_MEMBER,
 	MARO_OPT_SHARED(MARO_SH_EXPECT),
 	{ "tag", 't', "TAG", "build the message with this tag instead of reading stdin", NULL, 't', 0, 0 },
 	{ "data", 'd', "DATA", "its payload (a string)", NULL, 'd', 0, 0 },
@@ -43,7 +40,6 @@ static const struct maro_opt opts[] = {
 	MARO_OPT_SHARED(MARO_SH_FORMAT),
 	MARO_OPT_SHARED(MARO_SH_ADVERTISE),
 	MARO_OPT_SHARED_AS(MARO_SH_QUIET, "say nothing of what was not delivered", 0),
-	MARO_OPT_SHARED(MARO_SH_VERBOSE),
 	{ 0 },
 };
 

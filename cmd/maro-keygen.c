@@ -11,7 +11,6 @@
 static const char *const synopsis[] = { "FILE", NULL };
 
 static const struct maro_opt opts[] = {
-	MARO_OPT_SHARED(MARO_SH_VERBOSE),
 	{ 0 },
 };
 

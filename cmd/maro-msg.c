@@ -47,7 +47,6 @@ static const struct maro_opt opts[] = {
 	{ "payloads-json", 0, NULL, "reply: the lines of --payloads are JSON", NULL,
 	    OPT_PAYLOADS_JSON, 0, 0 },
 	MARO_OPT_SHARED(MARO_SH_QUIET),
-	MARO_OPT_SHARED(MARO_SH_VERBOSE),
 	{ 0 },
 };
 

@@ -29,7 +29,6 @@ static const struct maro_opt opts[] = {
 	{ "status", 0, NULL, "one line per type: how many live, how fresh", NULL, OPT_STATUS, 0, 0 },
 	{ "watch", 0, NULL, "then write each join and leave as it happens", NULL, OPT_WATCH, 0, 0 },
 	MARO_OPT_SHARED_AS(MARO_SH_QUIET, "with -e: list nothing, only wait", 0),
-	MARO_OPT_SHARED(MARO_SH_VERBOSE),
 	{ 0 },
 };
 

@@ -18,12 +18,8 @@ enum { OPT_IDLE = 256, OPT_TAG, OPT_FROM, OPT_SESSION, OPT_SESSIONS_FROM };
 static const char *const synopsis[] = { "", NULL };
 
 static const struct maro_opt opts[] = {
-	MARO_OPT_SHARED(MARO_SH_NAME),
-	MARO_OPT_SHARED(MARO_SH_GROUP),
-	MARO_OPT_SHARED(MARO_SH_REGISTRY),
-	MARO_OPT_SHARED(MARO_SH_KEYFILE),
-	MARO_OPT_SHARED(MARO_SH_TYPE),
-	MARO_OPT_SHARED(MARO_SH_TAKEOVER),
+	MARO_OPTS_MEMBER,
+	MARO_OPTS_INBOX,
 	MARO_OPT_SHARED(MARO_SH_FORMAT),
 	{ "count", 'C', "N", "exit after N messages", NULL, 'C', 0, 0 },
 	MARO_OPT_SHARED(MARO_SH_TIMEOUT),
@@ -38,7 +34,6 @@ static const struct maro_opt opts[] = {
 	MARO_OPT_SHARED(MARO_SH_ADVERTISE),
 	MARO_OPT_SHARED(MARO_SH_MAX_SIZE),
 	MARO_OPT_SHARED_AS(MARO_SH_QUIET, "say nothing at -W", 0),
-	MARO_OPT_SHARED(MARO_SH_VERBOSE),
 	{ 0 },
 };
 
@@ -140,6 +135,24 @@ own(void *arg, int key, char *val)
 		break;
 	case OPT_SESSIONS_FROM: load_sessions(&a->f, val); break;
 	}
+}
+
+/*
+ * Writing standard output failed with err after got messages: the status
+ * to leave with (the reader went away, EPIPE: status, unchanged).
+ */
+static int
+write_failed(int err, uint64_t got, int status)
+{
+	if (err == EPIPE)
+		return status;
+	if (err == ETIMEDOUT) {
+		/* -W came while standard output took nothing */
+		maro_warn("timed out writing standard output after %llu message%s",
+		    (unsigned long long)got, got == 1 ? "" : "s");
+		return MARO_EXIT_TIMEOUT;
+	}
+	return maro_cli_output_failed(err);
 }
 
 int
@@ -254,6 +267,7 @@ main(int argc, char **argv)
 			status = got ? MARO_EXIT_INCOMPLETE : MARO_EXIT_TIMEOUT;
 	}
 	maro_cli_report_malformed(ib);
+out:
 	maro_inbox_close(ib);
 	maro_ctx_close(c);
 	maro_writer_free(&w);
@@ -264,29 +278,7 @@ main(int argc, char **argv)
 	return status;
 out_write:
 	/* EPIPE: the reader went away; what was not written is not acknowledged */
-	{
-		int err = errno;
-
-		/* a signal ends a blocked write: leave as for the signal */
-		if (err == EINTR && maro_signal) {
-			status = maro_signal_status();
-		} else if (err == ETIMEDOUT) {
-			/* -W came while standard output took nothing */
-			status = MARO_EXIT_TIMEOUT;
-			maro_warn("timed out writing standard output after %llu message%s",
-			    (unsigned long long)got, got == 1 ? "" : "s");
-		} else if (err != EPIPE) {
-			status = MARO_EXIT_SOFTWARE;
-			maro_warn("error writing standard output: %s", strerror(err));
-		}
-		maro_inbox_discard(ib);
-		maro_inbox_close(ib);
-		maro_ctx_close(c);
-		maro_writer_free(&w);
-		maro_buf_free(&line);
-		maro_strset_free(&f.sessions);
-		free(f.tags);
-		free(f.froms);
-		return status;
-	}
+	status = write_failed(errno, got, status);
+	maro_inbox_discard(ib);
+	goto out;
 }

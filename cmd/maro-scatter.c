@@ -30,10 +30,7 @@ static const char *const synopsis[] = { "< tasks", NULL };
 static const struct maro_opt opts[] = {
 	MARO_OPT_SHARED_AS(MARO_SH_PREFIX, "a work queue over the live peers whose name starts "
 	    "with PREFIX", 0),
-	MARO_OPT_SHARED(MARO_SH_NAME),
-	MARO_OPT_SHARED(MARO_SH_GROUP),
-	MARO_OPT_SHARED(MARO_SH_REGISTRY),
-	MARO_OPT_SHARED(MARO_SH_KEYFILE),
+	MARO_OPTS_MEMBER,
 	MARO_OPT_SHARED(MARO_SH_EXPECT),
 	{ "window", 0, "N", "unanswered tasks per peer (default 1)", NULL, OPT_WINDOW, 0, 0 },
 	{ "ordered", 0, NULL, "write the replies in input order", NULL, OPT_ORDERED, 0, 0 },
@@ -52,7 +49,6 @@ static const struct maro_opt opts[] = {
 	MARO_OPT_SHARED(MARO_SH_ADVERTISE),
 	MARO_OPT_SHARED(MARO_SH_MAX_SIZE),
 	MARO_OPT_SHARED_AS(MARO_SH_QUIET, "say nothing of what was not answered", 0),
-	MARO_OPT_SHARED(MARO_SH_VERBOSE),
 	{ 0 },
 };
 

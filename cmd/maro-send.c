@@ -24,10 +24,7 @@ static const char *const synopsis[] = {
 };
 
 static const struct maro_opt opts[] = {
-	MARO_OPT_SHARED(MARO_SH_NAME),
-	MARO_OPT_SHARED(MARO_SH_GROUP),
-	MARO_OPT_SHARED(MARO_SH_REGISTRY),
-	MARO_OPT_SHARED(MARO_SH_KEYFILE),
+	MARO_OPTS_MEMBER,
 	{ "peer", 'p', "PEER", "send to PEER (else to each message's destination)", NULL, 'p',
 	    MARO_OPT_REPEAT, 0 },
 	MARO_OPT_SHARED_AS(MARO_SH_PREFIX, "send to every live peer whose name starts with PREFIX", 0),
@@ -48,7 +45,6 @@ static const struct maro_opt opts[] = {
 	MARO_OPT_SHARED(MARO_SH_ADVERTISE),
 	MARO_OPT_SHARED(MARO_SH_MAX_SIZE),
 	MARO_OPT_SHARED_AS(MARO_SH_QUIET, "say nothing of what was not delivered", 0),
-	MARO_OPT_SHARED(MARO_SH_VERBOSE),
 	{ 0 },
 };
 

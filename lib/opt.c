@@ -34,10 +34,12 @@ static const struct maro_opt shared[MARO_SH_COUNT_] = {
 	[MARO_SH_WINDOW] = { "window", 0, "N", "unacknowledged messages per peer (default 4096)",
 	    "MARO_WINDOW", 0, 0, 0 },
 	[MARO_SH_QUIET] = { "quiet", 'q', NULL, "say less on stderr", NULL, 0, 0, 0 },
-	[MARO_SH_VERBOSE] = { "verbose", 'v', NULL, "say more on stderr", NULL, 0, 0, 0 },
+	[MARO_SH_VERBOSE] = { "verbose", 'v', NULL, "say more on stderr", NULL, 0, 0, 0 },	/* builtin */
 };
 
+/* Every tool's, after its table. */
 static const struct maro_opt builtin[] = {
+	{ "verbose", 'v', NULL, "say more on stderr", NULL, 0, 0, MARO_SH_VERBOSE },
 	{ "help", 'h', NULL, "print this help and exit", NULL, 'h', 0, 0 },
 	{ "version", 'V', NULL, "print the version and exit", NULL, 'V', 0, 0 },
 };
@@ -159,6 +161,7 @@ usage_line(const struct maro_tool *t)
 		    o.flags & MARO_OPT_REPEAT ? "..." : "");
 		word(&col, w);
 	}
+	word(&col, "[-v]");
 	if (t->synopsis[0] && *t->synopsis[0])
 		word(&col, t->synopsis[0]);
 	putchar('\n');
@@ -193,7 +196,7 @@ list_options(const struct maro_tool *t)
 {
 	size_t i, n = count(t);
 
-	for (i = 0; i < n + 2; i++) {
+	for (i = 0; i < n + sizeof builtin / sizeof *builtin; i++) {
 		struct maro_opt o = i < n ? resolve(&t->opts[i]) : builtin[i - n];
 
 		printf("--%s%s\n", o.name, o.arg ? "=" : "");

@@ -6,7 +6,8 @@
  * reads (--list-options) and what tests/options.bats checks each man page
  * against.  The flags every tool shares (identity, registry, key,
  * expectations, timeout, format, verbosity) are declared once, here and in
- * opt.c, and a tool's table names them with MARO_OPT_SHARED: their values
+ * opt.c, and a tool's table names them with MARO_OPT_SHARED (-v, -h and -V
+ * every tool takes without naming them): their values
  * land in struct maro_common, resolved in one place with one precedence:
  *
  *	flag > MARO_* variable > scheduler environment > default
@@ -42,7 +43,7 @@ enum maro_shared {
 	MARO_SH_MAX_SIZE,	/* --max-size BYTES        cm->co.max_message */
 	MARO_SH_WINDOW,		/* --window N              cm->co.window */
 	MARO_SH_QUIET,		/* -q, --quiet             cm->quiet */
-	MARO_SH_VERBOSE,	/* -v, --verbose           maro_verbose */
+	MARO_SH_VERBOSE,	/* -v, --verbose           maro_verbose (every tool's) */
 	MARO_SH_COUNT_
 };
 
@@ -67,6 +68,12 @@ struct maro_opt {
 /* A shared flag in a tool's table; _AS gives it this tool's own help text. */
 #define MARO_OPT_SHARED(id) { .shared = (id) }
 #define MARO_OPT_SHARED_AS(id, helptext, fl) { .shared = (id), .help = (helptext), .flags = (fl) }
+
+/* The flags of a member of a group: who it is, where, with which key. */
+#define MARO_OPTS_MEMBER MARO_OPT_SHARED(MARO_SH_NAME), MARO_OPT_SHARED(MARO_SH_GROUP), \
+	MARO_OPT_SHARED(MARO_SH_REGISTRY), MARO_OPT_SHARED(MARO_SH_KEYFILE)
+/* The flags of a member with an inbox: the type it counts as, taking its name over. */
+#define MARO_OPTS_INBOX MARO_OPT_SHARED(MARO_SH_TYPE), MARO_OPT_SHARED(MARO_SH_TAKEOVER)
 
 /* maro_tool.flags */
 enum {
