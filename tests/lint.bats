@@ -17,3 +17,18 @@ $MARO_TOP/tests/lint/pitfalls.txt:15: a negated command never fails a test here:
 	run -0 sh "$MARO_TOP/scripts/lint-bats" "$MARO_TOP/tests/lint/clean.txt"
 	assert_output ''
 }
+
+@test "layers: lib/ as it is has no cycle of includes, and only cli, opt and tool include cli.h" {
+	run -0 sh "$MARO_TOP/scripts/layers" "$MARO_TOP/lib"
+	assert_output ''
+}
+
+@test "layers: a cycle, and a module below the front end that prints, are named, exit 1" {
+	cp -r "$MARO_TOP/lib" "$BATS_TEST_TMPDIR/lib"
+	# the clock, at the bottom, calling up into cli: the cycle cli -> clock -> cli
+	sed -i '1i #include "cli.h"' "$BATS_TEST_TMPDIR/lib/clock.c"
+	run -1 sh "$MARO_TOP/scripts/layers" "$BATS_TEST_TMPDIR/lib"
+	assert_line "lib/ has a cycle of includes:"
+	assert_line --regexp "^  tsort: (clock|cli)$"
+	assert_line "clock.c includes cli.h: only cli, opt and tool print and exit"
+}

@@ -90,9 +90,9 @@ tool_pairs() {
 			long=$(awk -v f="$f" '$1 == f { print $2 }' pairs)
 			short=$(awk -v f="$f" '$2 == f { print $1 }' pairs)
 			# a flag is documented under its long name or its short letter
-			grep -qx -- "$f" <<<"$documented" && continue
-			[ -n "$long" ] && grep -qx -- "$long" <<<"$documented" && continue
-			[ -n "$short" ] && grep -qx -- "$short" <<<"$documented" && continue
+			if grep -qx -- "$f" <<<"$documented"; then continue; fi
+			if [ -n "$long" ] && grep -qx -- "$long" <<<"$documented"; then continue; fi
+			if [ -n "$short" ] && grep -qx -- "$short" <<<"$documented"; then continue; fi
 			missing="$missing $t:$f"
 		done < <(tool_flags "$t")
 		# a pair the page gives is the tool's pair
@@ -121,9 +121,9 @@ tool_pairs() {
 		synopsis=$(man_flags "$t" SYNOPSIS | grep -v ' ')
 		tool_pairs "$t" > pairs
 		while read -r f; do
-			grep -qx -- "$f" <<<"$synopsis" && continue
+			if grep -qx -- "$f" <<<"$synopsis"; then continue; fi
 			other=$(awk -v f="$f" '$1 == f { print $2 } $2 == f { print $1 }' pairs)
-			[ -n "$other" ] && grep -qx -- "$other" <<<"$synopsis" && continue
+			if [ -n "$other" ] && grep -qx -- "$other" <<<"$synopsis"; then continue; fi
 			case $f in --help|--version) continue ;; esac
 			missing="$missing $t:$f"
 		done < <(tool_flags "$t")
@@ -141,7 +141,7 @@ tool_pairs() {
 		# every long flag of the table has its help line
 		while read -r f; do
 			[[ $f == --* ]] || continue
-			[ "$f" = --list-options ] && continue
+			if [ "$f" = --list-options ]; then continue; fi
 			assert_line --regexp "^  (-[A-Za-z], |    )$f( |\[|$)"
 		done < <(tool_flags "$t")
 	done
