@@ -4,7 +4,6 @@
  * with its replier's name as source.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -34,14 +34,29 @@
 /* a handler's process group, after SIGTERM, before SIGKILL: with the above, within maro(7)'s 2.5 s */
 #define HANDLER_GRACE_US 500000
 
-static void
-usage(void)
-{
-	printf("usage: %s -n NAME [-g GROUP] [--registry URL] [--keyfile FILE] [--type TYPE] [--takeover]\n"
-	    "          [--raw] (--on EVENT CMD | --co EVENT CMD | --on EVENT --exit)...\n"
-	    "          [--max-size BYTES] [-W DUR] [-q] [-v]\n"
-	    "       %s -h | -V\n", maro_progname, maro_progname);
-}
+enum { OPT_ON = 256, OPT_CO, OPT_EXIT, OPT_RAW };
+
+static const char *const synopsis[] = { "(--on EVENT CMD | --co EVENT CMD | --on EVENT --exit)...", NULL };
+
+static const struct maro_opt opts[] = {
+	MARO_OPTS_MEMBER,
+	MARO_OPTS_INBOX,
+	{ "raw", 0, NULL, "handlers read payload lines and write reply lines", NULL, OPT_RAW, 0, 0 },
+	{ "on", 0, "EVENT CMD", "when EVENT holds, run CMD (sh -c) on the messages", NULL, OPT_ON,
+	    MARO_OPT_REPEAT | MARO_OPT_IN_FORM, 0 },
+	{ "co", 0, "EVENT CMD", "one long-lived CMD fed every trigger of EVENT", NULL, OPT_CO,
+	    MARO_OPT_REPEAT | MARO_OPT_IN_FORM, 0 },
+	{ "exit", 0, NULL, "after --on EVENT: leave when EVENT holds", NULL, OPT_EXIT, MARO_OPT_IN_FORM, 0 },
+	MARO_OPT_SHARED(MARO_SH_MAX_SIZE),
+	MARO_OPT_SHARED(MARO_SH_TIMEOUT),
+	MARO_OPT_SHARED_AS(MARO_SH_QUIET, "say less on stderr", 0),
+	{ 0 },
+};
+
+static const struct maro_tool tool = {
+	"Run a handler whose event holds on the messages that triggered it; its output is the reply.",
+	synopsis, opts, MARO_TOOL_NEEDS_NAME | MARO_TOOL_STOP_AT_OPERAND,
+};
 
 enum { MODE_RUN, MODE_CO, MODE_EXIT };
 
@@ -840,109 +855,69 @@ dispatch(struct dist *d, int *ran)
 	return 0;
 }
 
+struct args {
+	struct dist *d;
+	int argc;
+	char **argv;
+};
+
+/* --on EVENT CMD, --co EVENT CMD, --on EVENT --exit: the command is the next word */
+static void
+own(void *arg, int key, char *val)
+{
+	struct args *a = arg;
+	struct dist *d = a->d;
+	struct handler *h = &d->h[d->nh];
+	char errbuf[512];
+	int col;
+
+	switch (key) {
+	case OPT_RAW: d->raw = 1; return;
+	case OPT_EXIT: maro_usage_error("--exit goes after --on EVENT");
+	}
+	if (d->nh == MAX_HANDLERS)
+		maro_usage_error("at most %d handlers", MAX_HANDLERS);
+	memset(h, 0, sizeof *h);
+	h->text = val;
+	if (maro_event_parse(&h->ev, val, &col, errbuf, sizeof errbuf) < 0) {
+		maro_warn("invalid event at column %d: %s", col, errbuf);
+		fprintf(stderr, "  %s\n  %*s^\n", val, col - 1, "");
+		exit(MARO_EXIT_USAGE);
+	}
+	if (optind < a->argc && !strcmp(a->argv[optind], "--exit") && key == OPT_ON) {
+		h->mode = MODE_EXIT;
+		optind++;
+	} else if (optind < a->argc) {
+		h->cmd = a->argv[optind++];
+		h->mode = key == OPT_CO ? MODE_CO : MODE_RUN;
+	} else {
+		maro_usage_error("%s '%s' needs a command", key == OPT_CO ? "--co" : "--on", val);
+	}
+	h->in = h->out = -1;
+	d->nh++;
+}
+
 int
 main(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "name", required_argument, NULL, 'n' },
-		{ "group", required_argument, NULL, 'g' },
-		{ "registry", required_argument, NULL, 'R' },
-		{ "keyfile", required_argument, NULL, 'k' },
-		{ "type", required_argument, NULL, 'T' },
-		{ "takeover", no_argument, NULL, 'K' },
-		{ "on", required_argument, NULL, 'o' },
-		{ "co", required_argument, NULL, 'c' },
-		{ "exit", no_argument, NULL, 'x' },
-		{ "raw", no_argument, NULL, 'r' },
-		{ "max-size", required_argument, NULL, 'M' },
-		{ "timeout", required_argument, NULL, 'W' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 },
-	};
-	struct maro_ctx_opts co = { 0 };
+	struct maro_common cm;
 	struct dist d = { 0 };
-	struct maro_entry holder;
-	const char *type = NULL;
-	char errbuf[512];
-	int64_t timeout = -1, deadline, next_hb, now;
-	int ch, takeover = 0, status = MARO_EXIT_OK, stop = 0, i, col;
+	struct args a = { &d, argc, argv };
+	int64_t deadline, next_hb, now;
+	int status = MARO_EXIT_OK, stop = 0, i;
 
 	maro_cli_init(argv[0]);
-	d.name = getenv("MARO_NAME");
-	/* "+": options stop at the first non-option, which is a handler's command */
-	while ((ch = getopt_long(argc, argv, "+n:g:W:qvhV", longopts, NULL)) != -1) {
-		struct handler *h = &d.h[d.nh];
-
-		switch (ch) {
-		case 'n': d.name = optarg; break;
-		case 'g': co.group = optarg; break;
-		case 'R': co.registry_url = optarg; break;
-		case 'k': co.keyfile = optarg; break;
-		case 'T': type = optarg; break;
-		case 'K': takeover = 1; break;
-		case 'o':
-		case 'c':
-			if (d.nh == MAX_HANDLERS)
-				maro_usage_error("at most %d handlers", MAX_HANDLERS);
-			memset(h, 0, sizeof *h);
-			h->text = optarg;
-			if (maro_event_parse(&h->ev, optarg, &col, errbuf, sizeof errbuf) < 0) {
-				maro_warn("invalid event at column %d: %s", col, errbuf);
-				fprintf(stderr, "  %s\n  %*s^\n", optarg, col - 1, "");
-				return MARO_EXIT_USAGE;
-			}
-			/* the command follows the event, unless it is --exit */
-			if (optind < argc && !strcmp(argv[optind], "--exit") && ch == 'o') {
-				h->mode = MODE_EXIT;
-				optind++;
-			} else if (optind < argc) {
-				h->cmd = argv[optind++];
-				h->mode = ch == 'c' ? MODE_CO : MODE_RUN;
-			} else {
-				maro_usage_error("%s '%s' needs a command", ch == 'c' ? "--co" : "--on", optarg);
-			}
-			h->in = h->out = -1;
-			d.nh++;
-			break;
-		case 'x': maro_usage_error("--exit goes after --on EVENT"); break;
-		case 'r': d.raw = 1; break;
-		case 'M': co.max_message = maro_cli_count("--max-size", optarg); break;
-		case 'W': timeout = maro_cli_duration("-W", optarg); break;
-		case 'q': d.quiet = 1; break;
-		case 'v': maro_verbose = 1; break;
-		case 'h': usage(); return 0;
-		case 'V': maro_print_version(); return 0;
-		default: maro_usage_error("invalid option");
-		}
-	}
-	if (optind < argc)
-		maro_usage_error("unexpected argument '%s'", argv[optind]);
+	maro_common_init(&cm);
+	maro_opt_parse(&tool, &cm, argc, argv, own, &a);
 	if (!d.nh)
 		maro_usage_error("no handler (--on EVENT CMD or --co EVENT CMD)");
-	if (!d.name || !*d.name)
-		maro_usage_error("a name is required (-n NAME or MARO_NAME)");
-	if (!maro_name_valid(d.name))
-		maro_usage_error("invalid name '%s'", d.name);
-	d.registry = co.registry_url ? co.registry_url : getenv("MARO_REGISTRY");
-	d.keyfile = co.keyfile;
+	d.name = cm.name;
+	d.quiet = cm.quiet;
+	d.registry = cm.co.registry_url ? cm.co.registry_url : getenv("MARO_REGISTRY");
+	d.keyfile = cm.co.keyfile;
 
-	maro_cli_catch_signals();
-	/* -W bounds the whole run, the registry's first words included */
-	deadline = timeout >= 0 ? maro_now_us() + timeout : INT64_MAX;
-	maro_deadline = deadline;
-	d.c = maro_ctx_open(&co, errbuf, sizeof errbuf);
-	if (!d.c)
-		maro_die(errno == EINVAL ? MARO_EXIT_USAGE : MARO_EXIT_UNAVAILABLE, "%s", errbuf);
-	d.ib = maro_inbox_open(d.c, d.name, type, takeover, &holder, errbuf, sizeof errbuf);
-	if (!d.ib) {
-		if (errno == EEXIST)
-			maro_die(MARO_EXIT_UNAVAILABLE, "name '%s' is held by pid %ld on %s (use --takeover)",
-			    d.name, (long)holder.pid, holder.host);
-		maro_die(MARO_EXIT_UNAVAILABLE, "%s", errbuf);
-	}
+	d.c = maro_tool_open(&cm, &deadline);
+	d.ib = maro_tool_inbox(d.c, &cm, NULL);
 	d.ob = maro_outbox_new(d.c, NULL, NULL, &d);
 	if (!d.ob)
 		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
@@ -983,15 +958,11 @@ main(int argc, char **argv)
 		maro_inbox_flush_due(d.ib);
 		if (stop && maro_outbox_pending(d.ob) == 0)
 			break;
-		if (maro_signal) {
-			status = maro_signal_status();
+		if ((k = maro_tool_stop(deadline)) != 0) {
+			status = k == MARO_EXIT_TIMEOUT && stop ? MARO_EXIT_INCOMPLETE : k;
 			break;
 		}
 		now = maro_now_us();
-		if (now >= deadline) {
-			status = stop ? MARO_EXIT_INCOMPLETE : MARO_EXIT_TIMEOUT;
-			break;
-		}
 		if (now >= next_hb) {
 			maro_registry_heartbeat(d.c->reg);
 			maro_cli_report_rejected(d.c);

@@ -3,7 +3,6 @@
  * are there; watch members join and leave.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -31,15 +31,37 @@
 
 extern char **environ;
 
-static void
-usage(void)
-{
-	printf("usage: %s [-n N] [-T TYPE] [--cpus LIST] [--max-restarts K] [--restart-window DUR]\n"
-	    "          [--name NAME] [-g GROUP] [--registry URL] [--keyfile FILE] [--grace DUR]\n"
-	    "          [-W DUR] [-qv] -- COMMAND [ARG...]\n"
-	    "       %s --config FILE [options]\n"
-	    "       %s -h | -V\n", maro_progname, maro_progname, maro_progname);
-}
+enum { OPT_JOBS = 256, OPT_TYPE, OPT_CPUS, OPT_MAX_RESTARTS, OPT_WINDOW, OPT_CONFIG, OPT_NAME, OPT_GRACE };
+
+static const char *const synopsis[] = { "-- COMMAND [ARG...]", "--config FILE [options]", NULL };
+
+static const struct maro_opt opts[] = {
+	{ "jobs", 'n', "N", "keep N jobs alive (default: one per CPU of --cpus, or online)", NULL,
+	    OPT_JOBS, 0, 0 },
+	{ "type", 'T', "TYPE", "the jobs' type: they are named TYPE.HOST.I (default worker)", NULL,
+	    OPT_TYPE, 0, 0 },
+	{ "cpus", 0, "LIST", "pin job I to the I-th CPU of LIST (0-3,8)", NULL, OPT_CPUS, 0, 0 },
+	{ "max-restarts", 0, "K", "give a job up after K restarts in the window (default 10)", NULL,
+	    OPT_MAX_RESTARTS, 0, 0 },
+	{ "restart-window", 0, "DUR", "the window of --max-restarts (default 1m)", NULL, OPT_WINDOW,
+	    0, 0 },
+	{ "config", 0, "FILE", "the types, counts, CPUs and commands, one line each", NULL,
+	    OPT_CONFIG, 0, 0 },
+	{ "name", 0, "NAME", "the pool's own name (default pool.HOST)", NULL, OPT_NAME, 0, 0 },
+	MARO_OPT_SHARED(MARO_SH_GROUP),
+	MARO_OPT_SHARED(MARO_SH_REGISTRY),
+	MARO_OPT_SHARED(MARO_SH_KEYFILE),
+	{ "grace", 0, "DUR", "between SIGTERM and SIGKILL when stopping (default 5s)", NULL, OPT_GRACE,
+	    0, 0 },
+	MARO_OPT_SHARED_AS(MARO_SH_TIMEOUT, "stop the jobs after DUR", 0),
+	MARO_OPT_SHARED_AS(MARO_SH_QUIET, "say nothing of jobs that end", 0),
+	{ 0 },
+};
+
+static const struct maro_tool tool = {
+	"Keep N job processes alive on this host, each under its own name; restart the dead.",
+	synopsis, opts, MARO_TOOL_OPERANDS | MARO_TOOL_STOP_AT_OPERAND,
+};
 
 /* A job type: how many, which CPUs, what to run. */
 struct jtype {
@@ -579,78 +601,71 @@ stop_all(struct pool *pl)
 	}
 }
 
+struct args {
+	struct pool *pl;
+	const char *type, *cpus, *config;
+	unsigned long njobs;
+};
+
+static void
+own(void *arg, int key, char *val)
+{
+	struct args *a = arg;
+	struct pool *pl = a->pl;
+
+	switch (key) {
+	case OPT_JOBS:
+		a->njobs = maro_cli_count("-n", val);
+		if (a->njobs < 1 || a->njobs > MAX_JOBS)
+			maro_usage_error("-n must be 1 to %d", MAX_JOBS);
+		break;
+	case OPT_TYPE: a->type = val; break;
+	case OPT_CPUS: a->cpus = val; break;
+	case OPT_MAX_RESTARTS:
+		pl->max_restarts = (unsigned)maro_cli_count("--max-restarts", val);
+		if (pl->max_restarts > MAX_RESTARTS)
+			maro_usage_error("--max-restarts is at most %d", MAX_RESTARTS);
+		break;
+	case OPT_WINDOW:
+		pl->window_us = maro_cli_duration("--restart-window", val);
+		if (pl->window_us <= 0)
+			maro_usage_error("--restart-window must be positive");
+		break;
+	case OPT_CONFIG: a->config = val; break;
+	case OPT_NAME:
+		snprintf(pl->name, sizeof pl->name, "%s", val);
+		if (strlen(val) > MARO_NAME_MAX || !maro_name_valid(val) || val[0] == '~')
+			maro_usage_error("invalid --name (letters, digits, '.', '_', '-')");
+		break;
+	case OPT_GRACE: pl->grace_us = maro_cli_duration("--grace", val); break;
+	}
+}
+
 int
 main(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "jobs", required_argument, NULL, 'n' },
-		{ "type", required_argument, NULL, 'T' },
-		{ "cpus", required_argument, NULL, 'C' },
-		{ "max-restarts", required_argument, NULL, 'M' },
-		{ "restart-window", required_argument, NULL, 'w' },
-		{ "config", required_argument, NULL, 'c' },
-		{ "name", required_argument, NULL, 'N' },
-		{ "group", required_argument, NULL, 'g' },
-		{ "registry", required_argument, NULL, 'R' },
-		{ "keyfile", required_argument, NULL, 'k' },
-		{ "grace", required_argument, NULL, 'G' },
-		{ "timeout", required_argument, NULL, 'W' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 },
-	};
+	struct maro_common cm;
 	struct pool pl = { 0 };
-	struct maro_ctx_opts co = { 0 };
-	struct maro_entry holder;
-	const char *type = "worker", *cpus = NULL, *config = NULL;
+	struct args a = { &pl, "worker", NULL, NULL, 0 };
+	const char *type, *cpus, *config;
 	char errbuf[512], host[64];
-	unsigned long njobs = 0;
-	int64_t timeout = -1, deadline, next_hb, now;
-	int ch, status = MARO_EXIT_OK, stopping = 0, finished = 0;
+	unsigned long njobs;
+	int64_t timeout, deadline, next_hb, now;
+	int status = MARO_EXIT_OK, stopping = 0, finished = 0;
 	size_t i, k;
 
 	maro_cli_init(argv[0]);
 	pl.max_restarts = 10;
 	pl.window_us = 60000000;
 	pl.grace_us = 5000000;
-	while ((ch = getopt_long(argc, argv, "+n:T:g:W:qvhV", longopts, NULL)) != -1) {
-		switch (ch) {
-		case 'n':
-			njobs = maro_cli_count("-n", optarg);
-			if (njobs < 1 || njobs > MAX_JOBS)
-				maro_usage_error("-n must be 1 to %d", MAX_JOBS);
-			break;
-		case 'T': type = optarg; break;
-		case 'C': cpus = optarg; break;
-		case 'M':
-			pl.max_restarts = (unsigned)maro_cli_count("--max-restarts", optarg);
-			if (pl.max_restarts > MAX_RESTARTS)
-				maro_usage_error("--max-restarts is at most %d", MAX_RESTARTS);
-			break;
-		case 'w':
-			pl.window_us = maro_cli_duration("--restart-window", optarg);
-			if (pl.window_us <= 0)
-				maro_usage_error("--restart-window must be positive");
-			break;
-		case 'c': config = optarg; break;
-		case 'N': snprintf(pl.name, sizeof pl.name, "%s", optarg);
-			if (strlen(optarg) > MARO_NAME_MAX || !maro_name_valid(optarg) || optarg[0] == '~')
-				maro_usage_error("invalid --name (letters, digits, '.', '_', '-')");
-			break;
-		case 'g': co.group = optarg; break;
-		case 'R': co.registry_url = optarg; break;
-		case 'k': co.keyfile = optarg; break;
-		case 'G': pl.grace_us = maro_cli_duration("--grace", optarg); break;
-		case 'W': timeout = maro_cli_duration("-W", optarg); break;
-		case 'q': pl.quiet = 1; break;
-		case 'v': maro_verbose = 1; break;
-		case 'h': usage(); return 0;
-		case 'V': maro_print_version(); return 0;
-		default: maro_usage_error("invalid option");
-		}
-	}
+	maro_common_init(&cm);
+	optind = maro_opt_parse(&tool, &cm, argc, argv, own, &a);
+	type = a.type;
+	cpus = a.cpus;
+	config = a.config;
+	njobs = a.njobs;
+	timeout = cm.timeout;
+	pl.quiet = cm.quiet;
 	if (config) {
 		if (optind < argc || njobs || cpus || strcmp(type, "worker"))
 			maro_usage_error("--config gives the types, counts, CPUs and commands: no -n, -T, "
@@ -701,13 +716,13 @@ main(int argc, char **argv)
 	}
 	if (!pl.name[0])
 		snprintf(pl.name, sizeof pl.name, "pool.%s", host);
-	pl.group = co.group ? co.group : getenv("MARO_GROUP");
+	pl.group = cm.co.group ? cm.co.group : getenv("MARO_GROUP");
 	if (!pl.group || !*pl.group)
 		pl.group = "maro";
-	pl.registry = co.registry_url ? co.registry_url : getenv("MARO_REGISTRY");
+	pl.registry = cm.co.registry_url ? cm.co.registry_url : getenv("MARO_REGISTRY");
 	if (!pl.registry || !*pl.registry)
 		pl.registry = maro_registry_default_url();
-	pl.keyfile = co.keyfile ? co.keyfile : getenv("MARO_KEYFILE");
+	pl.keyfile = cm.co.keyfile ? cm.co.keyfile : getenv("MARO_KEYFILE");
 	if (pl.keyfile && !*pl.keyfile)
 		pl.keyfile = NULL;
 
@@ -722,16 +737,10 @@ main(int argc, char **argv)
 		sigemptyset(&sa.sa_mask);
 		sigaction(SIGCHLD, &sa, NULL);
 	}
-	pl.c = maro_ctx_open(&co, errbuf, sizeof errbuf);
-	if (!pl.c)
-		maro_die(errno == EINVAL ? MARO_EXIT_USAGE : MARO_EXIT_UNAVAILABLE, "%s", errbuf);
-	pl.ib = maro_inbox_open(pl.c, pl.name, "pool", 0, &holder, errbuf, sizeof errbuf);
-	if (!pl.ib) {
-		if (errno == EEXIST)
-			maro_die(MARO_EXIT_UNAVAILABLE, "name '%s' is held by pid %ld on %s (another pool "
-			    "here? give this one --name)", pl.name, (long)holder.pid, holder.host);
-		maro_die(MARO_EXIT_UNAVAILABLE, "%s", errbuf);
-	}
+	pl.c = maro_tool_ctx(&cm);
+	cm.name = pl.name;
+	cm.type = "pool";
+	pl.ib = maro_tool_inbox(pl.c, &cm, "another pool here? give this one --name");
 	pl.ob = maro_outbox_new(pl.c, NULL, NULL, &pl);
 	if (!pl.ob)
 		maro_die(MARO_EXIT_SOFTWARE, "out of memory");

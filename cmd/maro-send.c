@@ -4,7 +4,6 @@
  * their replies came back; write the replies to stdout.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

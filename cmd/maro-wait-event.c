@@ -5,7 +5,6 @@
  * receiver of the name.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -151,6 +151,8 @@ usage_line(const struct maro_tool *t)
 		int needed = o.shared == MARO_SH_NAME && (t->flags & MARO_TOOL_NEEDS_NAME);
 		char flag[64];
 
+		if (o.flags & MARO_OPT_IN_FORM)
+			continue;
 		if (o.letter)
 			snprintf(flag, sizeof flag, "-%c", o.letter);
 		else

@@ -5,18 +5,24 @@
 #include "tool.h"
 
 struct maro_ctx *
-maro_tool_open(struct maro_common *cm, int64_t *deadline)
+maro_tool_ctx(struct maro_common *cm)
 {
 	struct maro_ctx *c;
 	char errbuf[512];
 
-	maro_cli_catch_signals();
-	*deadline = cm->timeout >= 0 ? maro_now_us() + cm->timeout : INT64_MAX;
-	maro_deadline = *deadline;
 	c = maro_ctx_open(&cm->co, errbuf, sizeof errbuf);
 	if (!c)
 		maro_die(errno == EINVAL ? MARO_EXIT_USAGE : MARO_EXIT_UNAVAILABLE, "%s", errbuf);
 	return c;
+}
+
+struct maro_ctx *
+maro_tool_open(struct maro_common *cm, int64_t *deadline)
+{
+	maro_cli_catch_signals();
+	*deadline = cm->timeout >= 0 ? maro_now_us() + cm->timeout : INT64_MAX;
+	maro_deadline = *deadline;
+	return maro_tool_ctx(cm);
 }
 
 struct maro_inbox *

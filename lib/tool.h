@@ -25,6 +25,8 @@
  * *deadline too: monotonic us, INT64_MAX without -W) and opens the context.
  */
 struct maro_ctx *maro_tool_open(struct maro_common *cm, int64_t *deadline);
+/* Only opens the context, for a tool whose -W is not a bound on the whole run (maro-pool). */
+struct maro_ctx *maro_tool_ctx(struct maro_common *cm);
 
 /*
  * Binds the inbox under cm->name (type cm->type, cm->takeover).  A name
