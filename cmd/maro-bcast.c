@@ -25,8 +25,6 @@ static const char *const synopsis[] = {
 static const struct maro_opt opts[] = {
 	MARO_OPT_SHARED_AS(MARO_SH_PREFIX, "to every live peer whose name starts with PREFIX "
 	    "(else the whole group)", 0),
-	MARO_OPTS_MEMBER,
-	MARO_OPT_SHARED(MARO_SH_EXPECT),
 	{ "tag", 't', "TAG", "build the message with this tag instead of reading stdin", NULL, 't', 0, 0 },
 	{ "data", 'd', "DATA", "its payload (a string)", NULL, 'd', 0, 0 },
 	{ "json", 0, "JSON", "its payload, as JSON", NULL, OPT_JSON, 0, 0 },
@@ -35,16 +33,14 @@ static const struct maro_opt opts[] = {
 	{ "notification", 0, NULL, "build a notification: no replies", NULL, OPT_NOTIFICATION, 0, 0 },
 	{ "async", 0, NULL, "write the copies as acknowledged; replies go to -n NAME", NULL,
 	    OPT_ASYNC, 0, 0 },
-	MARO_OPT_SHARED(MARO_SH_TIMEOUT),
-	MARO_OPT_SHARED(MARO_SH_FORMAT),
-	MARO_OPT_SHARED(MARO_SH_ADVERTISE),
 	MARO_OPT_SHARED_AS(MARO_SH_QUIET, "say nothing of what was not delivered", 0),
 	{ 0 },
 };
 
 static const struct maro_tool tool = {
 	"Send one message to every live peer of a prefix or the group; gather one reply from each.",
-	synopsis, opts, 0,
+	synopsis, opts, MARO_SH_MEMBER | MARO_SH(EXPECT) | MARO_SH(TIMEOUT) | MARO_SH(FORMAT) | MARO_SH(ADVERTISE),
+	0,
 };
 
 struct bcast {

@@ -39,23 +39,20 @@ enum { OPT_ON = 256, OPT_CO, OPT_EXIT, OPT_RAW };
 static const char *const synopsis[] = { "(--on EVENT CMD | --co EVENT CMD | --on EVENT --exit)...", NULL };
 
 static const struct maro_opt opts[] = {
-	MARO_OPTS_MEMBER,
-	MARO_OPTS_INBOX,
 	{ "raw", 0, NULL, "handlers read payload lines and write reply lines", NULL, OPT_RAW, 0, 0 },
 	{ "on", 0, "EVENT CMD", "when EVENT holds, run CMD (sh -c) on the messages", NULL, OPT_ON,
 	    MARO_OPT_REPEAT | MARO_OPT_IN_FORM, 0 },
 	{ "co", 0, "EVENT CMD", "one long-lived CMD fed every trigger of EVENT", NULL, OPT_CO,
 	    MARO_OPT_REPEAT | MARO_OPT_IN_FORM, 0 },
 	{ "exit", 0, NULL, "after --on EVENT: leave when EVENT holds", NULL, OPT_EXIT, MARO_OPT_IN_FORM, 0 },
-	MARO_OPT_SHARED(MARO_SH_MAX_SIZE),
-	MARO_OPT_SHARED(MARO_SH_TIMEOUT),
 	MARO_OPT_SHARED_AS(MARO_SH_QUIET, "say less on stderr", 0),
 	{ 0 },
 };
 
 static const struct maro_tool tool = {
 	"Run a handler whose event holds on the messages that triggered it; its output is the reply.",
-	synopsis, opts, MARO_TOOL_NEEDS_NAME | MARO_TOOL_STOP_AT_OPERAND,
+	synopsis, opts, MARO_SH_MEMBER | MARO_SH_INBOX | MARO_SH(MAX_SIZE) | MARO_SH(TIMEOUT) | MARO_SH(QUIET),
+	MARO_TOOL_NEEDS_NAME | MARO_TOOL_STOP_AT_OPERAND,
 };
 
 enum { MODE_RUN, MODE_CO, MODE_EXIT };

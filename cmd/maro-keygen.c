@@ -16,7 +16,8 @@ static const struct maro_opt opts[] = {
 
 static const struct maro_tool tool = {
 	"Make a group key file for CURVE: give it to every member of the group.",
-	synopsis, opts, MARO_TOOL_OPERANDS,
+	synopsis, opts, 0,
+	MARO_TOOL_OPERANDS,
 };
 
 int

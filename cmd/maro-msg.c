@@ -46,13 +46,13 @@ static const struct maro_opt opts[] = {
 	    OPT_PAYLOADS, 0, 0 },
 	{ "payloads-json", 0, NULL, "reply: the lines of --payloads are JSON", NULL,
 	    OPT_PAYLOADS_JSON, 0, 0 },
-	MARO_OPT_SHARED(MARO_SH_QUIET),
 	{ 0 },
 };
 
 static const struct maro_tool tool = {
 	"Print, check or build messages; turn requests into replies.",
-	synopsis, opts, MARO_TOOL_OPERANDS,
+	synopsis, opts, MARO_SH(QUIET),
+	MARO_TOOL_OPERANDS,
 };
 
 /* Every message read or built goes out through these. */

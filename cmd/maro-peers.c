@@ -19,12 +19,8 @@ enum { OPT_WATCH = 256, OPT_STATUS };
 static const char *const synopsis[] = { "", NULL };
 
 static const struct maro_opt opts[] = {
-	MARO_OPT_SHARED(MARO_SH_GROUP),
-	MARO_OPT_SHARED(MARO_SH_REGISTRY),
 	MARO_OPT_SHARED_AS(MARO_SH_PREFIX, "only the peers whose name starts with PREFIX", 0),
 	{ "format", 'f', "text|json", "text (the default) or json", NULL, 'f', 0, 0 },
-	MARO_OPT_SHARED(MARO_SH_EXPECT),
-	MARO_OPT_SHARED(MARO_SH_TIMEOUT),
 	{ "status", 0, NULL, "one line per type: how many live, how fresh", NULL, OPT_STATUS, 0, 0 },
 	{ "watch", 0, NULL, "then write each join and leave as it happens", NULL, OPT_WATCH, 0, 0 },
 	MARO_OPT_SHARED_AS(MARO_SH_QUIET, "with -e: list nothing, only wait", 0),
@@ -33,7 +29,8 @@ static const struct maro_opt opts[] = {
 
 static const struct maro_tool tool = {
 	"List the live members of a group; wait for the expected ones; watch them come and go.",
-	synopsis, opts, 0,
+	synopsis, opts, MARO_SH(GROUP) | MARO_SH(REGISTRY) | MARO_SH(EXPECT) | MARO_SH(TIMEOUT),
+	0,
 };
 
 struct out {

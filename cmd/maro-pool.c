@@ -48,9 +48,6 @@ static const struct maro_opt opts[] = {
 	{ "config", 0, "FILE", "the types, counts, CPUs and commands, one line each", NULL,
 	    OPT_CONFIG, 0, 0 },
 	{ "name", 0, "NAME", "the pool's own name (default pool.HOST)", NULL, OPT_NAME, 0, 0 },
-	MARO_OPT_SHARED(MARO_SH_GROUP),
-	MARO_OPT_SHARED(MARO_SH_REGISTRY),
-	MARO_OPT_SHARED(MARO_SH_KEYFILE),
 	{ "grace", 0, "DUR", "between SIGTERM and SIGKILL when stopping (default 5s)", NULL, OPT_GRACE,
 	    0, 0 },
 	MARO_OPT_SHARED_AS(MARO_SH_TIMEOUT, "stop the jobs after DUR", 0),
@@ -60,7 +57,8 @@ static const struct maro_opt opts[] = {
 
 static const struct maro_tool tool = {
 	"Keep N job processes alive on this host, each under its own name; restart the dead.",
-	synopsis, opts, MARO_TOOL_OPERANDS | MARO_TOOL_STOP_AT_OPERAND,
+	synopsis, opts, MARO_SH(GROUP) | MARO_SH(REGISTRY) | MARO_SH(KEYFILE),
+	MARO_TOOL_OPERANDS | MARO_TOOL_STOP_AT_OPERAND,
 };
 
 /* A job type: how many, which CPUs, what to run. */

@@ -17,11 +17,7 @@ enum { OPT_IDLE = 256, OPT_TAG, OPT_FROM, OPT_SESSION, OPT_SESSIONS_FROM };
 static const char *const synopsis[] = { "", NULL };
 
 static const struct maro_opt opts[] = {
-	MARO_OPTS_MEMBER,
-	MARO_OPTS_INBOX,
-	MARO_OPT_SHARED(MARO_SH_FORMAT),
 	{ "count", 'C', "N", "exit after N messages", NULL, 'C', 0, 0 },
-	MARO_OPT_SHARED(MARO_SH_TIMEOUT),
 	{ "idle-timeout", 0, "DUR", "exit after DUR without a message", NULL, OPT_IDLE, 0, 0 },
 	{ "tag", 0, "TAG", "only messages with this tag", NULL, OPT_TAG, MARO_OPT_REPEAT, 0 },
 	{ "from", 0, "PREFIX", "only messages from a source starting with PREFIX", NULL, OPT_FROM,
@@ -30,15 +26,15 @@ static const struct maro_opt opts[] = {
 	    MARO_OPT_REPEAT, 0 },
 	{ "sessions-from", 0, "FILE", "the replies to the requests of FILE (an --async output)", NULL,
 	    OPT_SESSIONS_FROM, 0, 0 },
-	MARO_OPT_SHARED(MARO_SH_ADVERTISE),
-	MARO_OPT_SHARED(MARO_SH_MAX_SIZE),
 	MARO_OPT_SHARED_AS(MARO_SH_QUIET, "say nothing at -W", 0),
 	{ 0 },
 };
 
 static const struct maro_tool tool = {
 	"Join a group under NAME and write the messages it receives to standard output.",
-	synopsis, opts, MARO_TOOL_NEEDS_NAME,
+	synopsis, opts, MARO_SH_MEMBER | MARO_SH_INBOX | MARO_SH(FORMAT) | MARO_SH(TIMEOUT) | MARO_SH(ADVERTISE) |
+	    MARO_SH(MAX_SIZE),
+	MARO_TOOL_NEEDS_NAME,
 };
 
 struct filter {

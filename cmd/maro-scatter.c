@@ -29,8 +29,6 @@ static const char *const synopsis[] = { "< tasks", NULL };
 static const struct maro_opt opts[] = {
 	MARO_OPT_SHARED_AS(MARO_SH_PREFIX, "a work queue over the live peers whose name starts "
 	    "with PREFIX", 0),
-	MARO_OPTS_MEMBER,
-	MARO_OPT_SHARED(MARO_SH_EXPECT),
 	{ "window", 0, "N", "unanswered tasks per peer (default 1)", NULL, OPT_WINDOW, 0, 0 },
 	{ "ordered", 0, NULL, "write the replies in input order", NULL, OPT_ORDERED, 0, 0 },
 	{ "async", 0, NULL, "write the tasks as acknowledged; replies go to -n NAME", NULL,
@@ -43,17 +41,15 @@ static const struct maro_opt opts[] = {
 	{ "task-timeout", 0, "DUR", "an attempt unanswered after DUR failed", NULL, OPT_TASK_TIMEOUT,
 	    0, 0 },
 	{ "failed", 0, "FILE", "write the tasks given up to FILE", NULL, OPT_FAILED, 0, 0 },
-	MARO_OPT_SHARED(MARO_SH_TIMEOUT),
-	MARO_OPT_SHARED(MARO_SH_FORMAT),
-	MARO_OPT_SHARED(MARO_SH_ADVERTISE),
-	MARO_OPT_SHARED(MARO_SH_MAX_SIZE),
 	MARO_OPT_SHARED_AS(MARO_SH_QUIET, "say nothing of what was not answered", 0),
 	{ 0 },
 };
 
 static const struct maro_tool tool = {
 	"Distribute tasks over peers and write their replies.",
-	synopsis, opts, 0,
+	synopsis, opts, MARO_SH_MEMBER | MARO_SH(EXPECT) | MARO_SH(TIMEOUT) | MARO_SH(FORMAT) | MARO_SH(ADVERTISE) |
+	    MARO_SH(MAX_SIZE),
+	0,
 };
 
 #define NO_PEER ((size_t)-1)

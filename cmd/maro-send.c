@@ -23,11 +23,9 @@ static const char *const synopsis[] = {
 };
 
 static const struct maro_opt opts[] = {
-	MARO_OPTS_MEMBER,
 	{ "peer", 'p', "PEER", "send to PEER (else to each message's destination)", NULL, 'p',
 	    MARO_OPT_REPEAT, 0 },
 	MARO_OPT_SHARED_AS(MARO_SH_PREFIX, "send to every live peer whose name starts with PREFIX", 0),
-	MARO_OPT_SHARED(MARO_SH_EXPECT),
 	{ "tag", 't', "TAG", "build one message with this tag instead of reading stdin", NULL, 't', 0, 0 },
 	{ "data", 'd', "DATA", "a payload item of the built message (a string)", NULL, 'd',
 	    MARO_OPT_REPEAT, 0 },
@@ -38,18 +36,15 @@ static const struct maro_opt opts[] = {
 	    OPT_ASYNC, 0, 0 },
 	{ "no-wait", 0, NULL, "best effort: send once, wait for no acknowledgement", NULL,
 	    OPT_NO_WAIT, 0, 0 },
-	MARO_OPT_SHARED(MARO_SH_TIMEOUT),
-	MARO_OPT_SHARED(MARO_SH_FORMAT),
-	MARO_OPT_SHARED(MARO_SH_WINDOW),
-	MARO_OPT_SHARED(MARO_SH_ADVERTISE),
-	MARO_OPT_SHARED(MARO_SH_MAX_SIZE),
 	MARO_OPT_SHARED_AS(MARO_SH_QUIET, "say nothing of what was not delivered", 0),
 	{ 0 },
 };
 
 static const struct maro_tool tool = {
 	"Send messages to named peers; wait until each is acknowledged and each reply came back.",
-	synopsis, opts, 0,
+	synopsis, opts, MARO_SH_MEMBER | MARO_SH(EXPECT) | MARO_SH(TIMEOUT) | MARO_SH(FORMAT) | MARO_SH(WINDOW) |
+	    MARO_SH(ADVERTISE) | MARO_SH(MAX_SIZE),
+	0,
 };
 
 struct sender {

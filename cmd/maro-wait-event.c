@@ -19,18 +19,14 @@
 static const char *const synopsis[] = { "EVENT", NULL };
 
 static const struct maro_opt opts[] = {
-	MARO_OPTS_MEMBER,
-	MARO_OPTS_INBOX,
-	MARO_OPT_SHARED(MARO_SH_TIMEOUT),
-	MARO_OPT_SHARED(MARO_SH_FORMAT),
-	MARO_OPT_SHARED(MARO_SH_ADVERTISE),
 	MARO_OPT_SHARED_AS(MARO_SH_QUIET, "no progress on a terminal, nothing said at -W", 0),
 	{ 0 },
 };
 
 static const struct maro_tool tool = {
 	"Join under NAME, wait until EVENT holds, write the messages that satisfied it.",
-	synopsis, opts, MARO_TOOL_NEEDS_NAME | MARO_TOOL_OPERANDS,
+	synopsis, opts, MARO_SH_MEMBER | MARO_SH_INBOX | MARO_SH(TIMEOUT) | MARO_SH(FORMAT) | MARO_SH(ADVERTISE),
+	MARO_TOOL_NEEDS_NAME | MARO_TOOL_OPERANDS,
 };
 
 struct held {

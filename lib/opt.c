@@ -37,12 +37,18 @@ static const struct maro_opt shared[MARO_SH_COUNT_] = {
 	[MARO_SH_VERBOSE] = { "verbose", 'v', NULL, "say more on stderr", NULL, 0, 0, 0 },	/* builtin */
 };
 
-/* Every tool's, after its table. */
+/* Every tool's, after its table; not in the usage line but for "[-v]". */
+#define BUILTIN 0x100
 static const struct maro_opt builtin[] = {
-	{ "verbose", 'v', NULL, "say more on stderr", NULL, 0, 0, MARO_SH_VERBOSE },
-	{ "help", 'h', NULL, "print this help and exit", NULL, 'h', 0, 0 },
-	{ "version", 'V', NULL, "print the version and exit", NULL, 'V', 0, 0 },
+	{ "verbose", 'v', NULL, "say more on stderr", NULL, 0, BUILTIN, MARO_SH_VERBOSE },
+	{ "help", 'h', NULL, "print this help and exit", NULL, 'h', BUILTIN, 0 },
+	{ "version", 'V', NULL, "print the version and exit", NULL, 'V', BUILTIN, 0 },
 };
+
+/* The shared flags that come before a tool's own (who, where, to whom), and after. */
+#define FRONT (MARO_SH(NAME) | MARO_SH(GROUP) | MARO_SH(REGISTRY) | MARO_SH(KEYFILE) | \
+	MARO_SH(TYPE) | MARO_SH(TAKEOVER) | MARO_SH(PREFIX) | MARO_SH(EXPECT))
+#define MAX_OPTS 64
 
 /* The long names of the built-in flags start at this getopt value. */
 #define KEY_BASE 0x1000
@@ -65,13 +71,39 @@ resolve(const struct maro_opt *o)
 	return r;
 }
 
+/*
+ * A tool's flags as they apply, in --help's order: the shared ones of its
+ * mask that come first, its table (where a shared flag it names takes the
+ * table's place and help), the other shared ones, the built-in ones.
+ */
 static size_t
-count(const struct maro_tool *t)
+collect(const struct maro_tool *t, struct maro_opt out[MAX_OPTS])
 {
-	size_t n = 0;
+	unsigned named = 0, mask = t->shared & ~MARO_SH(VERBOSE);
+	size_t n = 0, i;
+	int pass, id;
 
-	while (t->opts[n].name || t->opts[n].shared)
-		n++;
+	for (i = 0; t->opts && (t->opts[i].name || t->opts[i].shared); i++)
+		named |= t->opts[i].shared ? MARO_SH_BIT(t->opts[i].shared) : 0;
+	for (pass = 0; pass < 3; pass++) {
+		if (pass == 1) {
+			for (i = 0; t->opts && (t->opts[i].name || t->opts[i].shared); i++)
+				out[n++] = resolve(&t->opts[i]);
+			continue;
+		}
+		for (id = 1; id < MARO_SH_COUNT_; id++) {
+			unsigned bit = MARO_SH_BIT(id);
+
+			if (!(mask & bit) || (named & bit) || !!(FRONT & bit) != (pass == 0))
+				continue;
+			out[n] = shared[id];
+			out[n++].shared = id;
+		}
+	}
+	for (i = 0; i < sizeof builtin / sizeof *builtin; i++)
+		out[n++] = builtin[i];
+	if (n > MAX_OPTS)
+		abort();	/* a table too long for MAX_OPTS: a programming error */
 	return n;
 }
 
@@ -138,29 +170,29 @@ word(int *col, const char *w)
 	*col += printf("%s", w);
 }
 
-/* The first usage form, from the table: every flag, in the table's order. */
+/* The first usage form: every flag but the built-in ones, in --help's order. */
 static void
-usage_line(const struct maro_tool *t)
+usage_line(const struct maro_tool *t, const struct maro_opt *all, size_t n)
 {
-	size_t i, n = count(t);
+	size_t i;
 	char w[128];
 	int col = printf("usage: %s", maro_progname);
 
 	for (i = 0; i < n; i++) {
-		struct maro_opt o = resolve(&t->opts[i]);
-		int needed = o.shared == MARO_SH_NAME && (t->flags & MARO_TOOL_NEEDS_NAME);
+		const struct maro_opt *o = &all[i];
+		int needed = o->shared == MARO_SH_NAME && (t->flags & MARO_TOOL_NEEDS_NAME);
 		char flag[64];
 
-		if (o.flags & MARO_OPT_IN_FORM)
+		if (o->flags & (MARO_OPT_IN_FORM | BUILTIN))
 			continue;
-		if (o.letter)
-			snprintf(flag, sizeof flag, "-%c", o.letter);
+		if (o->letter)
+			snprintf(flag, sizeof flag, "-%c", o->letter);
 		else
-			snprintf(flag, sizeof flag, "--%s", o.name);
+			snprintf(flag, sizeof flag, "--%s", o->name);
 		snprintf(w, sizeof w, "%s%s%s%s%s%s%s", needed ? "" : "[", flag,
-		    o.arg ? (o.flags & MARO_OPT_OPTIONAL ? "[=" : " ") : "", o.arg ? o.arg : "",
-		    o.arg && (o.flags & MARO_OPT_OPTIONAL) ? "]" : "", needed ? "" : "]",
-		    o.flags & MARO_OPT_REPEAT ? "..." : "");
+		    o->arg ? (o->flags & MARO_OPT_OPTIONAL ? "[=" : " ") : "", o->arg ? o->arg : "",
+		    o->arg && (o->flags & MARO_OPT_OPTIONAL) ? "]" : "", needed ? "" : "]",
+		    o->flags & MARO_OPT_REPEAT ? "..." : "");
 		word(&col, w);
 	}
 	word(&col, "[-v]");
@@ -172,9 +204,10 @@ usage_line(const struct maro_tool *t)
 void
 maro_opt_help(const struct maro_tool *t)
 {
-	size_t i, n = count(t);
+	struct maro_opt all[MAX_OPTS];
+	size_t i, n = collect(t, all);
 
-	usage_line(t);
+	usage_line(t, all, n);
 	/* a form that starts with a blank goes on from the one before */
 	for (i = 1; t->synopsis[0] && t->synopsis[i]; i++)
 		if (t->synopsis[i][0] == ' ')
@@ -182,13 +215,8 @@ maro_opt_help(const struct maro_tool *t)
 		else
 			printf("       %s %s\n", maro_progname, t->synopsis[i]);
 	printf("       %s -h | -V\n\n%s\n\noptions:\n", maro_progname, t->summary);
-	for (i = 0; i < n; i++) {
-		struct maro_opt o = resolve(&t->opts[i]);
-
-		help_line(&o);
-	}
-	for (i = 0; i < sizeof builtin / sizeof *builtin; i++)
-		help_line(&builtin[i]);
+	for (i = 0; i < n; i++)
+		help_line(&all[i]);
 	printf("\nThe manual: man %s\n", maro_progname);
 }
 
@@ -196,14 +224,13 @@ maro_opt_help(const struct maro_tool *t)
 static void
 list_options(const struct maro_tool *t)
 {
-	size_t i, n = count(t);
+	struct maro_opt all[MAX_OPTS];
+	size_t i, n = collect(t, all);
 
-	for (i = 0; i < n + sizeof builtin / sizeof *builtin; i++) {
-		struct maro_opt o = i < n ? resolve(&t->opts[i]) : builtin[i - n];
-
-		printf("--%s%s\n", o.name, o.arg ? "=" : "");
-		if (o.letter)
-			printf("-%c\n", o.letter);
+	for (i = 0; i < n; i++) {
+		printf("--%s%s\n", all[i].name, all[i].arg ? "=" : "");
+		if (all[i].letter)
+			printf("-%c\n", all[i].letter);
 	}
 }
 
@@ -279,19 +306,16 @@ int
 maro_opt_parse(const struct maro_tool *t, struct maro_common *cm, int argc, char **argv,
     void (*own)(void *arg, int key, char *val), void *arg)
 {
-	size_t i, n = count(t), nb = sizeof builtin / sizeof *builtin;
-	struct option *lo = calloc(n + nb + 2, sizeof *lo);
-	struct maro_opt *all = calloc(n + nb, sizeof *all);
-	char *shorts = malloc(3 * (n + nb) + 2), *sp;
+	struct maro_opt all[MAX_OPTS];
+	struct option lo[MAX_OPTS + 2];
+	char shorts[3 * MAX_OPTS + 2], *sp = shorts;
+	size_t i, n = collect(t, all);
 	int ch, has_name = 0, has_window = 0;
 
-	if (!lo || !all || !shorts)
-		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
-	sp = shorts;
+	memset(lo, 0, sizeof lo);
 	if (t->flags & MARO_TOOL_STOP_AT_OPERAND)
 		*sp++ = '+';
-	for (i = 0; i < n + nb; i++) {
-		all[i] = i < n ? resolve(&t->opts[i]) : builtin[i - n];
+	for (i = 0; i < n; i++) {
 		lo[i].name = all[i].name;
 		lo[i].has_arg = !all[i].arg ? no_argument :
 		    all[i].flags & MARO_OPT_OPTIONAL ? optional_argument : required_argument;
@@ -306,20 +330,20 @@ maro_opt_parse(const struct maro_tool *t, struct maro_common *cm, int argc, char
 		has_name |= all[i].shared == MARO_SH_NAME;
 		has_window |= all[i].shared == MARO_SH_WINDOW;
 	}
-	lo[n + nb].name = "list-options";
-	lo[n + nb].val = KEY_BASE + (int)(n + nb);
+	lo[n].name = "list-options";
+	lo[n].val = KEY_BASE + (int)n;
 	*sp = '\0';
 
 	while ((ch = getopt_long(argc, argv, shorts, lo, NULL)) != -1) {
 		const struct maro_opt *o = NULL;
 
-		if (ch >= KEY_BASE && ch < KEY_BASE + (int)(n + nb)) {
+		if (ch >= KEY_BASE && ch < KEY_BASE + (int)n) {
 			o = &all[ch - KEY_BASE];
-		} else if (ch == KEY_BASE + (int)(n + nb)) {
+		} else if (ch == KEY_BASE + (int)n) {
 			list_options(t);
 			exit(maro_cli_close_stdout(MARO_EXIT_OK));
 		} else {
-			for (i = 0; i < n + nb && !o; i++)
+			for (i = 0; i < n && !o; i++)
 				if (all[i].letter == ch)
 					o = &all[i];
 		}
@@ -335,8 +359,5 @@ maro_opt_parse(const struct maro_tool *t, struct maro_common *cm, int argc, char
 	if (!(t->flags & MARO_TOOL_OPERANDS) && optind < argc)
 		maro_usage_error("unexpected argument '%s'", argv[optind]);
 	resolve_common(t, cm, has_name, has_window);
-	free(lo);
-	free(all);
-	free(shorts);
 	return optind;
 }

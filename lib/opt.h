@@ -47,6 +47,14 @@ enum maro_shared {
 	MARO_SH_COUNT_
 };
 
+/* A set of shared flags: MARO_SH(NAME) | MARO_SH(GROUP) ... */
+#define MARO_SH_BIT(id) (1u << (id))
+#define MARO_SH(x) MARO_SH_BIT(MARO_SH_##x)
+/* The flags of a member of a group: who it is, where, with which key. */
+#define MARO_SH_MEMBER (MARO_SH(NAME) | MARO_SH(GROUP) | MARO_SH(REGISTRY) | MARO_SH(KEYFILE))
+/* Of a member with an inbox: the type it counts as, and taking a name over. */
+#define MARO_SH_INBOX (MARO_SH(TYPE) | MARO_SH(TAKEOVER))
+
 /* maro_opt.flags */
 enum {
 	MARO_OPT_REPEAT = 1,	/* may be given more than once */
@@ -66,15 +74,13 @@ struct maro_opt {
 	int shared;		/* an enum maro_shared: the rest comes from opt.c */
 };
 
-/* A shared flag in a tool's table; _AS gives it this tool's own help text. */
+/*
+ * A shared flag in a tool's table, where it is to stand in --help; _AS with
+ * this tool's own help text.  The tool's mask (maro_tool.shared) brings
+ * the others.
+ */
 #define MARO_OPT_SHARED(id) { .shared = (id) }
 #define MARO_OPT_SHARED_AS(id, helptext, fl) { .shared = (id), .help = (helptext), .flags = (fl) }
-
-/* The flags of a member of a group: who it is, where, with which key. */
-#define MARO_OPTS_MEMBER MARO_OPT_SHARED(MARO_SH_NAME), MARO_OPT_SHARED(MARO_SH_GROUP), \
-	MARO_OPT_SHARED(MARO_SH_REGISTRY), MARO_OPT_SHARED(MARO_SH_KEYFILE)
-/* The flags of a member with an inbox: the type it counts as, taking its name over. */
-#define MARO_OPTS_INBOX MARO_OPT_SHARED(MARO_SH_TYPE), MARO_OPT_SHARED(MARO_SH_TAKEOVER)
 
 /* maro_tool.flags */
 enum {
@@ -90,7 +96,8 @@ struct maro_tool {
 	 * flags come from opts); then other forms, whole; NULL-ended
 	 */
 	const char *const *synopsis;
-	const struct maro_opt *opts;	/* its table, ended by an entry without a name or shared */
+	const struct maro_opt *opts;	/* its own flags, ended by an entry without a name or shared */
+	unsigned shared;		/* the shared flags it takes: MARO_SH(...) | ... */
 	unsigned flags;
 };
 

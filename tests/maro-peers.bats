@@ -273,7 +273,8 @@ listed() { maro-peers -f json | jq -r .name | grep -qx "$1"; }
 @test "--help and -V print to stdout and exit 0" {
 	run maro-peers --help
 	assert_success
-	assert_line --index 0 --partial "usage: maro-peers [-g GROUP] [--registry URL] [-P PREFIX] [-f text|json]"
+	assert_line --index 0 "usage: maro-peers [-g GROUP] [--registry URL] [-e TYPE=N]... [-P PREFIX]"
+	assert_line --index 1 --partial "[-f text|json] [--status] [--watch]"
 	run maro-peers -V
 	assert_success
 	assert_output --regexp "^maro-peers [0-9.]+ \(libzmq [0-9.]+, hiredis [0-9.]+, libcbor [0-9.]+, jansson [0-9.]+\)$"
