@@ -113,15 +113,6 @@ struct dist {
 	size_t unsent;		/* replies given up on when a signal came: said once, at exit */
 };
 
-static void *
-xrealloc(void *p, size_t n)
-{
-	p = realloc(p, n);
-	if (!p)
-		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
-	return p;
-}
-
 static void
 env_for(struct dist *d, struct handler *h)
 {
@@ -387,7 +378,7 @@ run_once(struct dist *d, struct handler *h, const unsigned char *take)
 	const char *tmp = getenv("TMPDIR");
 	char *path;
 
-	fed = xrealloc(NULL, d->nheld + 1);
+	fed = maro_xrealloc(NULL, d->nheld + 1);
 	for (i = 0; i < d->nheld; i++)
 		fed[i] = take[i] && handler_input(d, &in, &d->held[i]) == 0;
 	/* the input goes through an unlinked file: the handler may read it at leisure */
@@ -546,7 +537,7 @@ co_feed(struct dist *d, struct handler *h, const unsigned char *take)
 		}
 		if (h->nwait == h->waitcap) {
 			h->waitcap = h->waitcap ? h->waitcap * 2 : 64;
-			h->wait = xrealloc(h->wait, h->waitcap * sizeof *h->wait);
+			h->wait = maro_xrealloc(h->wait, h->waitcap * sizeof *h->wait);
 		}
 		h->wait[h->nwait].p = m->p;
 		h->wait[h->nwait].n = m->n;
@@ -725,10 +716,10 @@ hold(struct dist *d, const struct maro_delivery *dl)
 	}
 	if (d->nheld == d->cap) {
 		d->cap = d->cap ? d->cap * 2 : 256;
-		d->held = xrealloc(d->held, d->cap * sizeof *d->held);
+		d->held = maro_xrealloc(d->held, d->cap * sizeof *d->held);
 	}
 	h = &d->held[d->nheld];
-	h->p = xrealloc(NULL, dl->n);
+	h->p = maro_xrealloc(NULL, dl->n);
 	memcpy(h->p, dl->p, dl->n);
 	h->n = dl->n;
 	h->peer = dl->peer;
@@ -807,8 +798,8 @@ dispatch(struct dist *d, int *ran)
 	*ran = 0;
 	for (i = 0; i < d->nh; i++) {
 		struct handler *h = &d->h[i];
-		struct maro_event_msg *view = xrealloc(NULL, (d->nheld + 1) * sizeof *view);
-		unsigned char *take = xrealloc(NULL, d->nheld + 1);
+		struct maro_event_msg *view = maro_xrealloc(NULL, (d->nheld + 1) * sizeof *view);
+		unsigned char *take = maro_xrealloc(NULL, d->nheld + 1);
 		size_t j;
 		int ok, stop = 0;
 

@@ -116,15 +116,6 @@ struct scatter {
 	int failed_fd;
 };
 
-static void *
-xrealloc(void *p, size_t n)
-{
-	p = realloc(p, n);
-	if (!p)
-		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
-	return p;
-}
-
 static struct task *
 task_at(const struct scatter *s, size_t i)
 {
@@ -191,7 +182,7 @@ peer_find(struct scatter *s, const char *name, int add)
 			return i;
 	if (!add)
 		return NO_PEER;
-	s->peers = xrealloc(s->peers, (s->npeers + 1) * sizeof *s->peers);
+	s->peers = maro_xrealloc(s->peers, (s->npeers + 1) * sizeof *s->peers);
 	memset(&s->peers[s->npeers], 0, sizeof s->peers[0]);
 	snprintf(s->peers[s->npeers].name, sizeof s->peers[0].name, "%s", name);
 	return s->npeers++;
@@ -208,7 +199,7 @@ queue_task(struct scatter *s, size_t i)
 	}
 	if (s->nrequeue == s->requeue_cap) {
 		s->requeue_cap = s->requeue_cap ? s->requeue_cap * 2 : 64;
-		s->requeue = xrealloc(s->requeue, s->requeue_cap * sizeof *s->requeue);
+		s->requeue = maro_xrealloc(s->requeue, s->requeue_cap * sizeof *s->requeue);
 	}
 	s->requeue[s->nrequeue++] = i;
 }
@@ -495,7 +486,7 @@ add_task(struct scatter *s, const uint8_t *p, size_t n, struct maro_err *err)
 	t->session[m.session_id.n] = '\0';
 	if (s->ntasks - s->base == s->cap) {
 		s->cap = s->cap ? s->cap * 2 : 256;
-		s->tasks = xrealloc(s->tasks, s->cap * sizeof *s->tasks);
+		s->tasks = maro_xrealloc(s->tasks, s->cap * sizeof *s->tasks);
 	}
 	s->tasks[s->ntasks - s->base] = t;
 	s->ntasks++;

@@ -67,12 +67,10 @@ hold(struct waiter *w, const struct maro_delivery *d)
 	}
 	if (w->nheld == w->cap) {
 		w->cap = w->cap ? w->cap * 2 : 256;
-		w->held = realloc(w->held, w->cap * sizeof *w->held);
-		w->view = realloc(w->view, w->cap * sizeof *w->view);
-		w->take = realloc(w->take, w->cap);
-		w->acked = realloc(w->acked, w->cap);
-		if (!w->held || !w->view || !w->take || !w->acked)
-			maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+		w->held = maro_xrealloc(w->held, w->cap * sizeof *w->held);
+		w->view = maro_xrealloc(w->view, w->cap * sizeof *w->view);
+		w->take = maro_xrealloc(w->take, w->cap);
+		w->acked = maro_xrealloc(w->acked, w->cap);
 	}
 	h = &w->held[w->nheld];
 	h->p = malloc(d->n);

@@ -71,6 +71,15 @@ maro_die(int status, const char *fmt, ...)
 	exit(status);
 }
 
+void *
+maro_xrealloc(void *p, size_t n)
+{
+	p = realloc(p, n);
+	if (!p && n)
+		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+	return p;
+}
+
 void
 maro_warn(const char *fmt, ...)
 {

@@ -9,6 +9,7 @@
 #define MARO_CLI_H
 
 #include <signal.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdnoreturn.h>
 
@@ -35,6 +36,8 @@ extern const char *maro_progname;
 void maro_cli_init(const char *argv0);
 noreturn void maro_die(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void maro_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* realloc, or die with 70 "out of memory": so that callers read straight. */
+void *maro_xrealloc(void *p, size_t n);
 /* Only with -v. */
 void maro_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 extern int maro_verbose;

@@ -126,10 +126,8 @@ maro_common_free(struct maro_common *cm)
 void
 maro_strv_push(char ***v, size_t *n, char *s)
 {
-	char **t = realloc(*v, (*n + 1) * sizeof *t);
+	char **t = maro_xrealloc(*v, (*n + 1) * sizeof *t);
 
-	if (!t)
-		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
 	t[(*n)++] = s;
 	*v = t;
 }
