@@ -1,0 +1,71 @@
+#!/usr/bin/env bats
+# Shell completion (completion/maro.bash): the flags come from each tool's
+# own --list-options, so a flag added to a table completes with no other
+# change; make install puts it where bash-completion finds it.
+
+load helpers
+
+setup() {
+	cd "$BATS_TEST_TMPDIR"
+	# shellcheck source=/dev/null
+	source "$MARO_TOP/completion/maro.bash"
+}
+teardown() { default_teardown; }
+
+# complete WORD...: what bash offers for the last word of the command line
+complete_words() {
+	COMP_WORDS=("$@")
+	COMP_CWORD=$(($# - 1))
+	COMPREPLY=()
+	_maro "$1" "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD - 1]}"
+	printf '%s\n' "${COMPREPLY[@]}"
+}
+
+@test "completion: a flag's prefix completes to the tool's flags, with '=' when a value follows" {
+	run -0 complete_words maro-send --ti
+	assert_output "--timeout="
+	run -0 complete_words maro-recv --sess
+	assert_output "--session=
+--sessions-from="
+	run -0 complete_words maro-scatter --ret
+	assert_output "--retries="
+	# a flag of another tool is not offered
+	run -0 complete_words maro-recv --retr
+	assert_output ""
+	run -0 complete_words maro-pool --j
+	assert_output "--jobs="
+}
+
+@test "completion: every tool's flags are offered, exactly those of --list-options" {
+	local t
+	for t in maro-bcast maro-dist maro-keygen maro-msg maro-peers maro-pool maro-recv \
+		maro-scatter maro-send maro-wait-event; do
+		run -0 complete_words "$t" --
+		assert_output "$("$t" --list-options | grep -- '^--')"
+		complete -p "$t"
+	done
+}
+
+@test "completion: the values of -f and -i" {
+	run -0 complete_words maro-recv -f j
+	assert_output json
+	run -0 complete_words maro-send --format c
+	assert_output cbor
+	run -0 complete_words maro-peers -f t
+	assert_output text
+	run -0 complete_words maro-msg -i c
+	assert_output cbor
+}
+
+@test "completion: make install puts it under share/bash-completion/completions, one per tool" {
+	local d=$BATS_TEST_TMPDIR/root
+	run -0 make -s -C "$MARO_TOP" install DESTDIR="$d" PREFIX=/usr \
+		TOOLS="$(echo "$MARO_BIN"/maro-*)"
+	for t in "$MARO_BIN"/maro-*; do
+		cmp "$MARO_TOP/completion/maro.bash" "$d/usr/share/bash-completion/completions/${t##*/}"
+	done
+	run -0 make -s -C "$MARO_TOP" uninstall DESTDIR="$d" PREFIX=/usr \
+		TOOLS="$(echo "$MARO_BIN"/maro-*)"
+	run -0 find "$d/usr/share/bash-completion/completions" -type f
+	assert_output ""
+}
