@@ -21,10 +21,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "child.h"
 #include "event.h"
 #include "maro.h"
 
@@ -113,79 +113,43 @@ struct dist {
 	size_t unsent;		/* replies given up on when a signal came: said once, at exit */
 };
 
-static void
-env_for(struct dist *d, struct handler *h)
-{
-	char type[MARO_NAME_MAX + 1];
-
-	maro_name_type(d->name, type);
-	setenv("MARO_NAME", d->name, 1);
-	setenv("MARO_TYPE", type, 1);
-	setenv("MARO_GROUP", d->c->group, 1);
-	setenv("MARO_EVENT", h->text, 1);
-	if (d->registry)
-		setenv("MARO_REGISTRY", d->registry, 1);
-	if (d->keyfile)
-		setenv("MARO_KEYFILE", d->keyfile, 1);
-}
-
-/* fork + exec sh -c CMD with stdin from in_fd and stdout to out_fd */
+/*
+ * sh -c CMD with stdin from in_fd and stdout to out_fd, and MARO_ names
+ * saying whom it runs for (lib/child.h: its own group, dies with us).
+ */
 static pid_t
 spawn(struct dist *d, struct handler *h, int in_fd, int out_fd)
 {
-	pid_t parent = getpid(), pid = fork();
+	char *argv[] = { "sh", "-c", (char *)h->cmd, NULL };
+	char type[MARO_NAME_MAX + 1], *set[6] = { NULL }, **env;
+	struct maro_child_spec cs = { "/bin/sh", argv, NULL, in_fd, out_fd, NULL };
+	size_t n = 0, i;
+	pid_t pid;
 
+	maro_name_type(d->name, type);
+	if (asprintf(&set[n++], "MARO_NAME=%s", d->name) < 0 ||
+	    asprintf(&set[n++], "MARO_TYPE=%s", type) < 0 ||
+	    asprintf(&set[n++], "MARO_GROUP=%s", d->c->group) < 0 ||
+	    asprintf(&set[n++], "MARO_EVENT=%s", h->text) < 0 ||
+	    (d->registry && asprintf(&set[n++], "MARO_REGISTRY=%s", d->registry) < 0) ||
+	    (d->keyfile && asprintf(&set[n++], "MARO_KEYFILE=%s", d->keyfile) < 0) ||
+	    !(env = maro_child_env(set, n)))
+		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+	cs.env = env;
+	pid = maro_child_spawn(&cs);
 	if (pid < 0)
-		maro_die(MARO_EXIT_SOFTWARE, "fork: %s", strerror(errno));
-	if (pid == 0) {
-		signal(SIGPIPE, SIG_DFL);
-		signal(SIGINT, SIG_DFL);
-		signal(SIGTERM, SIG_DFL);
-		/*
-		 * its own process group, which stopping it reaches (what sh -c
-		 * started too), and it dies with maro-dist, even a maro-dist
-		 * killed by SIGKILL (or one that died before this was set)
-		 */
-		setpgid(0, 0);
-		if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent)
-			_exit(127);
-		env_for(d, h);
-		if (dup2(in_fd, STDIN_FILENO) < 0 || dup2(out_fd, STDOUT_FILENO) < 0)
-			_exit(126);
-		execl("/bin/sh", "sh", "-c", h->cmd, (char *)NULL);
-		_exit(127);
-	}
-	setpgid(pid, pid);	/* also here: no race with a stop right after */
+		maro_die(MARO_EXIT_SOFTWARE, "cannot run sh for '%s': %s", h->text, strerror(errno));
+	maro_child_env_free(env);
+	for (i = 0; i < n; i++)
+		free(set[i]);
 	return pid;
 }
 
-/*
- * Stops a handler: SIGTERM to its process group, SIGKILL after
- * HANDLER_GRACE_US, and then to what it left in its group.  Reaps it;
- * returns its wait status.
- */
+/* Stops a handler and what it started: maro_child_stop; its wait status. */
 static int
 stop_group(pid_t pid)
 {
-	int64_t until = maro_now_us() + HANDLER_GRACE_US;
-	int wstatus = 0;
-	pid_t r;
-
-	kill(-pid, SIGTERM);
-	for (;;) {
-		r = waitpid(pid, &wstatus, WNOHANG);
-		if (r == pid || (r < 0 && errno != EINTR))
-			break;
-		if (maro_now_us() >= until) {
-			kill(-pid, SIGKILL);
-			while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR)
-				;
-			break;
-		}
-		usleep(10000);
-	}
-	kill(-pid, SIGKILL);
-	return wstatus;
+	return maro_child_stop(pid, HANDLER_GRACE_US);
 }
 
 /*

@@ -15,12 +15,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <zmq.h>
 
+#include "child.h"
 #include "maro.h"
 
 #define MAX_JOBS 1024
@@ -314,51 +314,32 @@ update_info(struct pool *pl)
 		maro_registry_set_info(pl->c->reg, pl->name, pl->info);
 }
 
-/* The environment of a job: ours without the MARO_ names we set, then those. */
+/* The environment of a job: ours with the MARO_ names the pool gives it. */
 static char **
 job_env(struct pool *pl, const struct job *j)
 {
-	static const char *const ours[] = { "MARO_NAME=", "MARO_GROUP=", "MARO_REGISTRY=",
-		"MARO_KEYFILE=", "MARO_POOL=", "MARO_JOB=", "MARO_CPUS=", "MARO_REPLACES_PID=", NULL };
-	size_t n = 0, k = 0, i;
-	char **env;
-
-	while (environ[n])
-		n++;
-	env = calloc(n + 9, sizeof *env);
-	if (!env)
-		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
-	for (i = 0; i < n; i++) {
-		size_t o;
-
-		for (o = 0; ours[o] && strncmp(environ[i], ours[o], strlen(ours[o])); o++)
-			;
-		if (!ours[o])
-			env[k++] = environ[i];
-	}
-	if (asprintf(&env[k++], "MARO_NAME=%s", j->name) < 0 ||
-	    asprintf(&env[k++], "MARO_GROUP=%s", pl->group) < 0 ||
-	    asprintf(&env[k++], "MARO_REGISTRY=%s", pl->registry) < 0 ||
-	    asprintf(&env[k++], "MARO_POOL=%s", pl->name) < 0 ||
-	    asprintf(&env[k++], "MARO_JOB=%zu", j->index) < 0 ||
-	    asprintf(&env[k++], "MARO_CPUS=%s", j->cpulist) < 0 ||
-	    (pl->keyfile && asprintf(&env[k++], "MARO_KEYFILE=%s", pl->keyfile) < 0) ||
-	    /* a restart: the pool reaped the job before, and vouches that it is gone */
-	    (j->last_pid > 0 && asprintf(&env[k++], "MARO_REPLACES_PID=%ld", (long)j->last_pid) < 0))
-		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
-	return env;
-}
-
-static void
-free_env(char **env, size_t keep)
-{
+	char *set[9] = { NULL }, **env;
 	size_t n = 0, i;
 
-	while (env[n])
-		n++;
-	for (i = keep; i < n; i++)
-		free(env[i]);
-	free(env);
+	if (asprintf(&set[n++], "MARO_NAME=%s", j->name) < 0 ||
+	    asprintf(&set[n++], "MARO_GROUP=%s", pl->group) < 0 ||
+	    asprintf(&set[n++], "MARO_REGISTRY=%s", pl->registry) < 0 ||
+	    asprintf(&set[n++], "MARO_POOL=%s", pl->name) < 0 ||
+	    asprintf(&set[n++], "MARO_JOB=%zu", j->index) < 0 ||
+	    asprintf(&set[n++], "MARO_CPUS=%s", j->cpulist) < 0 ||
+	    /* no key: none inherited either */
+	    (pl->keyfile ? asprintf(&set[n++], "MARO_KEYFILE=%s", pl->keyfile) < 0 :
+	    !(set[n++] = strdup("MARO_KEYFILE"))) ||
+	    /* a restart: the pool reaped the job before, and vouches that it is gone */
+	    (j->last_pid > 0 ? asprintf(&set[n++], "MARO_REPLACES_PID=%ld", (long)j->last_pid) < 0 :
+	    !(set[n++] = strdup("MARO_REPLACES_PID"))))
+		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+	env = maro_child_env(set, n);
+	for (i = 0; i < n; i++)
+		free(set[i]);
+	if (!env)
+		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+	return env;
 }
 
 /*
@@ -371,57 +352,17 @@ static int
 spawn(struct pool *pl, struct job *j)
 {
 	char **env = job_env(pl, j);
-	size_t keep = 0;
-	int ep[2], err = 0, pinned = CPU_COUNT(&j->cpus) > 0;
-	pid_t pid, parent = getpid();
-	ssize_t r;
+	struct maro_child_spec cs = { NULL, NULL, NULL, -1, -1, NULL };
+	int err;
+	pid_t pid;
 
-	while (env[keep] && strncmp(env[keep], "MARO_NAME=", 10))
-		keep++;
-	if (pipe2(ep, O_CLOEXEC) < 0)
-		maro_die(MARO_EXIT_SOFTWARE, "pipe: %s", strerror(errno));
-	pid = fork();
-	if (pid < 0)
-		maro_die(MARO_EXIT_SOFTWARE, "fork: %s", strerror(errno));
-	if (pid == 0) {
-		sigset_t none;
-		int fd;
-
-		signal(SIGPIPE, SIG_DFL);
-		signal(SIGCHLD, SIG_DFL);
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		setpgid(0, 0);
-		/*
-		 * a job dies with its pool, even a pool killed by SIGKILL: else it
-		 * keeps its name from the next pool's job; and a pool that died
-		 * before this was set has no job start
-		 */
-		if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent)
-			_exit(127);
-		fd = open("/dev/null", O_RDONLY);
-		if (fd > 0) {
-			dup2(fd, 0);
-			close(fd);
-		}
-		if (pinned && sched_setaffinity(0, sizeof j->cpus, &j->cpus) < 0)
-			err = errno;
-		else {
-			execvpe(j->t->argv[0], j->t->argv, env);
-			err = errno;
-		}
-		if (write(ep[1], &err, sizeof err) < 0)
-			_exit(127);
-		_exit(127);
-	}
-	setpgid(pid, pid);	/* also here: no race with a stop right after */
-	close(ep[1]);
-	while ((r = read(ep[0], &err, sizeof err)) < 0 && errno == EINTR)
-		;
-	close(ep[0]);
-	free_env(env, keep);
-	if (r == (ssize_t)sizeof err) {
-		waitpid(pid, NULL, 0);
+	cs.argv = j->t->argv;
+	cs.env = env;
+	cs.cpus = CPU_COUNT(&j->cpus) > 0 ? &j->cpus : NULL;
+	pid = maro_child_spawn(&cs);
+	err = errno;
+	maro_child_env_free(env);
+	if (pid < 0) {
 		maro_warn("cannot run '%s' for %s: %s", j->t->argv[0], j->name, strerror(err));
 		return -1;
 	}
@@ -444,24 +385,11 @@ recent_restarts(struct pool *pl, struct job *j, int64_t now)
 	return n;
 }
 
-static void
-describe(int wstatus, char *buf, size_t len)
-{
-	if (WIFEXITED(wstatus))
-		snprintf(buf, len, "exited with status %d", WEXITSTATUS(wstatus));
-	else if (WIFSIGNALED(wstatus)) {
-		const char *abbrev = sigabbrev_np(WTERMSIG(wstatus));
-
-		snprintf(buf, len, "was killed by SIG%s", abbrev ? abbrev : "?");
-	} else
-		snprintf(buf, len, "ended (status 0x%x)", wstatus);
-}
-
 /* A job's group still has members (what the job started may outlive it). */
 static int
 group_alive(const struct job *j)
 {
-	return j->pgid > 0 && (kill(-j->pgid, 0) == 0 || errno == EPERM);
+	return maro_child_group_alive(j->pgid);
 }
 
 /* A job ended: done with status 0, else restarted after a backoff or given up. */
@@ -472,7 +400,7 @@ ended(struct pool *pl, struct job *j, int wstatus, int stopping)
 	int64_t now = maro_now_us(), delay;
 	size_t recent;
 
-	describe(wstatus, how, sizeof how);
+	maro_child_describe(wstatus, how, sizeof how);
 	j->last_pid = j->pid;
 	j->pid = 0;
 	/* a job is its process group: what it left there goes with it */

@@ -98,6 +98,7 @@ main(int argc, char **argv)
 	test_strset();
 	test_hash();
 	test_transport();
+	test_child();
 	printf("unit: %d passed, %d failed\n", unit_passed, unit_failed);
 	return unit_failed ? 1 : 0;
 }
