@@ -51,7 +51,8 @@ static const struct maro_opt opts[] = {
 
 static const struct maro_tool tool = {
 	"Run a handler whose event holds on the messages that triggered it; its output is the reply.",
-	synopsis, opts, MARO_SH_MEMBER | MARO_SH_INBOX | MARO_SH(MAX_SIZE) | MARO_SH(TIMEOUT) | MARO_SH(QUIET),
+	synopsis, opts, MARO_SH_MEMBER | MARO_SH_INBOX | MARO_SH(ADVERTISE) | MARO_SH(MAX_SIZE) |
+	    MARO_SH(TIMEOUT) | MARO_SH(QUIET),
 	MARO_TOOL_NEEDS_NAME | MARO_TOOL_STOP_AT_OPERAND,
 };
 
