@@ -31,13 +31,15 @@
 
 extern char **environ;
 
-enum { OPT_JOBS = 256, OPT_TYPE, OPT_CPUS, OPT_MAX_RESTARTS, OPT_WINDOW, OPT_CONFIG, OPT_NAME, OPT_GRACE };
+enum { OPT_JOBS = 256, OPT_JOBS_OLD, OPT_TYPE, OPT_CPUS, OPT_MAX_RESTARTS, OPT_WINDOW, OPT_CONFIG, OPT_NAME, OPT_GRACE };
 
 static const char *const synopsis[] = { "-- COMMAND [ARG...]", "--config FILE [options]", NULL };
 
 static const struct maro_opt opts[] = {
-	{ "jobs", 'n', "N", "keep N jobs alive (default: one per CPU of --cpus, or online)", NULL,
+	{ "jobs", 'j', "N", "keep N jobs alive (default: one per CPU of --cpus, or online)", NULL,
 	    OPT_JOBS, 0, 0 },
+	/* -n N, the old spelling: -n is a name in every other tool */
+	{ "old-n", 'n', "N", NULL, NULL, OPT_JOBS_OLD, MARO_OPT_HIDDEN, 0 },
 	{ "type", 'T', "TYPE", "the jobs' type: they are named TYPE.HOST.I (default worker)", NULL,
 	    OPT_TYPE, 0, 0 },
 	{ "cpus", 0, "LIST", "pin job I to the I-th CPU of LIST (0-3,8)", NULL, OPT_CPUS, 0, 0 },
@@ -540,10 +542,14 @@ own(void *arg, int key, char *val)
 	struct pool *pl = a->pl;
 
 	switch (key) {
+	case OPT_JOBS_OLD:
+		maro_warn("-n N is the old spelling of -j N (--jobs); it will mean a name, as in the "
+		    "other tools");
+		/* FALLTHROUGH */
 	case OPT_JOBS:
-		a->njobs = maro_cli_count("-n", val);
+		a->njobs = maro_cli_count("-j", val);
 		if (a->njobs < 1 || a->njobs > MAX_JOBS)
-			maro_usage_error("-n must be 1 to %d", MAX_JOBS);
+			maro_usage_error("-j must be 1 to %d", MAX_JOBS);
 		break;
 	case OPT_TYPE: a->type = val; break;
 	case OPT_CPUS: a->cpus = val; break;
@@ -594,14 +600,14 @@ main(int argc, char **argv)
 	pl.quiet = cm.quiet;
 	if (config) {
 		if (optind < argc || njobs || cpus || strcmp(type, "worker"))
-			maro_usage_error("--config gives the types, counts, CPUs and commands: no -n, -T, "
+			maro_usage_error("--config gives the types, counts, CPUs and commands: no -j, -T, "
 			    "--cpus or COMMAND with it");
 		read_config(&pl, config);
 	} else {
 		struct jtype *t = &pl.types[pl.ntypes++];
 
 		if (optind >= argc)
-			maro_usage_error("no command (maro-pool -n N -- COMMAND [ARG...])");
+			maro_usage_error("no command (maro-pool -j N -- COMMAND [ARG...])");
 		if (!type_name_ok(type))
 			maro_usage_error("invalid type '%s' (letters, digits, '-')", type);
 		snprintf(t->name, sizeof t->name, "%s", type);

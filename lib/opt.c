@@ -181,7 +181,7 @@ usage_line(const struct maro_tool *t, const struct maro_opt *all, size_t n)
 		int needed = o->shared == MARO_SH_NAME && (t->flags & MARO_TOOL_NEEDS_NAME);
 		char flag[64];
 
-		if (o->flags & (MARO_OPT_IN_FORM | BUILTIN))
+		if (o->flags & (MARO_OPT_IN_FORM | MARO_OPT_HIDDEN | BUILTIN))
 			continue;
 		if (o->letter)
 			snprintf(flag, sizeof flag, "-%c", o->letter);
@@ -214,7 +214,8 @@ maro_opt_help(const struct maro_tool *t)
 			printf("       %s %s\n", maro_progname, t->synopsis[i]);
 	printf("       %s -h | -V\n\n%s\n\noptions:\n", maro_progname, t->summary);
 	for (i = 0; i < n; i++)
-		help_line(&all[i]);
+		if (!(all[i].flags & MARO_OPT_HIDDEN))
+			help_line(&all[i]);
 	printf("\nThe manual: man %s\n", maro_progname);
 }
 
@@ -226,6 +227,8 @@ list_options(const struct maro_tool *t)
 	size_t i, n = collect(t, all);
 
 	for (i = 0; i < n; i++) {
+		if (all[i].flags & MARO_OPT_HIDDEN)
+			continue;
 		printf("--%s%s\n", all[i].name, all[i].arg ? "=" : "");
 		if (all[i].letter)
 			printf("-%c\n", all[i].letter);

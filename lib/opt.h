@@ -61,6 +61,7 @@ enum {
 	MARO_OPT_OPTIONAL = 2,	/* the argument is optional: --flag[=ARG] */
 	MARO_OPT_NO_SHORT = 4,	/* a shared flag without its short letter here */
 	MARO_OPT_IN_FORM = 8,	/* the usage line shows it in synopsis[0], not among the flags */
+	MARO_OPT_HIDDEN = 16,	/* an old spelling still taken: in no help and no list */
 };
 
 struct maro_opt {

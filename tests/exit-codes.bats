@@ -47,12 +47,12 @@ cases() {
 	maro-peers 69 maro-peers --registry $DOWN
 	maro-peers 124 maro-peers -e nobody=1 -W 1s
 	maro-peers 130 maro-peers -e nobody=1
-	maro-pool 0 maro-pool -n 1 --name pool.ok -- true
-	maro-pool 1 maro-pool -n 1 --name pool.bad --max-restarts 1 --restart-window 1m -- false
+	maro-pool 0 maro-pool -j 1 --name pool.ok -- true
+	maro-pool 1 maro-pool -j 1 --name pool.bad --max-restarts 1 --restart-window 1m -- false
 	maro-pool 2 maro-pool --bogus
-	maro-pool 69 maro-pool -n 1 --registry $DOWN -- true
-	maro-pool 124 maro-pool -n 1 --name pool.w -W 1s -- sleep 30
-	maro-pool 130 maro-pool -n 1 --name pool.sig -- sleep 30
+	maro-pool 69 maro-pool -j 1 --registry $DOWN -- true
+	maro-pool 124 maro-pool -j 1 --name pool.w -W 1s -- sleep 30
+	maro-pool 130 maro-pool -j 1 --name pool.sig -- sleep 30
 	maro-recv 0 maro-recv -n r0 --idle-timeout 1s
 	maro-recv 1 maro-recv -n r1 -W 10s > /dev/null & r=$!; until maro-peers -f json | grep -q '"r1"'; do sleep 0.05; done; maro-recv -n r1 --takeover -W 1s > /dev/null; wait $r
 	maro-recv 2 maro-recv --bogus

@@ -35,13 +35,21 @@ info_has() { pool_info | grep -q -- "$1"; }
 pid_of() { maro-peers -f json | jq -r "select(.name == \"$1\") | .pid"; }
 gone() { ! kill -0 "$1" 2>/dev/null; }
 
+@test "-n N, the old spelling of -j N, still works and says so" {
+	run -0 --separate-stderr maro-pool -n 1 --name pool.old -q -W 5s -- true
+	assert_equal "$stderr" "maro-pool: -n N is the old spelling of -j N (--jobs); it will mean a name, as in the other tools"
+	run -0 maro-pool --list-options
+	refute_line -- -n
+	assert_line -- -j
+}
+
 @test "usage: no command, bad counts, CPU lists, config clashes; a command that cannot run" {
-	run maro-pool -n 2
+	run maro-pool -j 2
 	assert_failure 2
 	assert_output --partial "no command"
-	run maro-pool -n 0 -- true
+	run maro-pool -j 0 -- true
 	assert_failure 2
-	run maro-pool -n x -- true
+	run maro-pool -j x -- true
 	assert_failure 2
 	run maro-pool --cpus 3-1 -- true
 	assert_failure 2
@@ -55,7 +63,7 @@ gone() { ! kill -0 "$1" 2>/dev/null; }
 	assert_failure 2
 	assert_output --partial "/nonexistent"
 	printf 'worker 2 - true\n' > c
-	run maro-pool --config c -n 2
+	run maro-pool --config c -j 2
 	assert_failure 2
 	printf '# comment\n\nworker 2 -\n' > c
 	run maro-pool --config c
@@ -65,7 +73,7 @@ gone() { ! kill -0 "$1" 2>/dev/null; }
 	run maro-pool --config c
 	assert_failure 2
 	assert_output --partial "c:1: invalid count"
-	run maro-pool -n 1 -- /nonexistent/cmd
+	run maro-pool -j 1 -- /nonexistent/cmd
 	assert_failure 2
 	assert_output --partial "cannot run '/nonexistent/cmd'"
 	run maro-peers -f json
@@ -78,7 +86,7 @@ gone() { ! kill -0 "$1" 2>/dev/null; }
 }
 
 @test "N jobs named TYPE.HOST.I with their environment; the pool's entry counts them" {
-	bg 30 maro-pool -n 3 -- "$JOB" 2> pool.err
+	bg 30 maro-pool -j 3 -- "$JOB" 2> pool.err
 	wait_until 10 live_is worker. 3
 	wait_until 10 live_is pool. 1
 	run maro-peers -P worker -f json
@@ -105,7 +113,7 @@ gone() { ! kill -0 "$1" 2>/dev/null; }
 }
 
 @test "a killed job is restarted under its name at once, and the restart is counted and logged" {
-	bg 30 maro-pool -n 2 -- "$JOB" 2> pool.err
+	bg 30 maro-pool -j 2 -- "$JOB" 2> pool.err
 	wait_until 10 live_is worker. 2
 	old=$(pid_of "worker.$HOST.1")
 	kill -KILL "$old"
@@ -123,7 +131,7 @@ gone() { ! kill -0 "$1" 2>/dev/null; }
 }
 
 @test "a job is its process group: what a killed job started goes with it, and the name is served again" {
-	bg 30 maro-pool -n 1 -- "$JOB" sh -c 'maro-recv -f json & wait' 2> pool.err
+	bg 30 maro-pool -j 1 -- "$JOB" sh -c 'maro-recv -f json & wait' 2> pool.err
 	wait_until 10 live_is worker. 1
 	recv=$(pid_of "worker.$HOST.1")
 	leader=$(ps -o pgid= -p "$recv" | tr -d ' ')
@@ -135,7 +143,7 @@ gone() { ! kill -0 "$1" 2>/dev/null; }
 }
 
 @test "a job that exits 0 is done, not restarted; the pool exits 0 when all are done" {
-	bg 30 maro-pool -n 3 -- "$JOB" sh -c 'exit 0' 2> pool.err
+	bg 30 maro-pool -j 3 -- "$JOB" sh -c 'exit 0' 2> pool.err
 	pool=$BG_PID
 	wait_exit "$pool" 20
 	[ "$status" -eq 0 ]
@@ -148,7 +156,7 @@ gone() { ! kill -0 "$1" 2>/dev/null; }
 }
 
 @test "a job that keeps failing is given up after --max-restarts in the window: exit 1" {
-	bg 30 maro-pool -n 1 --max-restarts 2 --restart-window 1m -- "$JOB" sh -c 'exit 3' 2> pool.err
+	bg 30 maro-pool -j 1 --max-restarts 2 --restart-window 1m -- "$JOB" sh -c 'exit 3' 2> pool.err
 	wait_exit "$BG_PID" 20
 	[ "$status" -eq 1 ]
 	[ "$(wc -l < jobs.log)" -eq 3 ]
@@ -160,7 +168,7 @@ gone() { ! kill -0 "$1" 2>/dev/null; }
 
 @test "a job that fails less often than the window allows keeps being restarted" {
 	# 3 restarts, each more than the 200 ms window after the one before
-	bg 30 maro-pool -n 1 --max-restarts 1 --restart-window 200ms -- "$JOB" sh -c 'sleep 0.3; exit 1' 2> pool.err
+	bg 30 maro-pool -j 1 --max-restarts 1 --restart-window 200ms -- "$JOB" sh -c 'sleep 0.3; exit 1' 2> pool.err
 	wait_until 15 has_lines jobs.log 4
 	run cat pool.err
 	refute_output --partial "giving up"
@@ -169,7 +177,7 @@ gone() { ! kill -0 "$1" 2>/dev/null; }
 @test "--cpus: each job is pinned to its share of the list (checked on the running jobs)" {
 	ncpu=$(nproc)
 	[ "$ncpu" -ge 2 ] || skip "needs 2 CPUs"
-	bg 30 maro-pool -n 4 --cpus 0-1 -- "$JOB" 2> pool.err
+	bg 30 maro-pool -j 4 --cpus 0-1 -- "$JOB" 2> pool.err
 	wait_until 10 live_is worker. 4
 	for w in 1 2 3 4; do
 		pid=$(pid_of "worker.$HOST.$w")
@@ -205,7 +213,7 @@ gone() { ! kill -0 "$1" 2>/dev/null; }
 
 @test "SIGTERM stops every job and what it started, leaves the registry clean, exits 143" {
 	# each job is a shell with a child of its own, as pipelines are
-	bg 30 maro-pool -n 3 -- "$JOB" sh -c 'maro-recv -f json & wait' 2> pool.err
+	bg 30 maro-pool -j 3 -- "$JOB" sh -c 'maro-recv -f json & wait' 2> pool.err
 	wait_until 10 live_is worker. 3
 	pool=$(child_pid "$BG_PID" maro-pool)
 	# the receivers are grandchildren of the pool, in their job's process group
@@ -226,7 +234,7 @@ gone() { ! kill -0 "$1" 2>/dev/null; }
 
 @test "a job that ignores SIGTERM is killed after --grace; SIGINT exits 130" {
 	# (maro-recv would catch SIGTERM itself: a loop of sleeps keeps it ignored)
-	bg 30 maro-pool -n 1 --grace 500ms -- "$JOB" sh -c 'trap "" TERM; echo up > up; while :; do sleep 0.1; done' 2> pool.err
+	bg 30 maro-pool -j 1 --grace 500ms -- "$JOB" sh -c 'trap "" TERM; echo up > up; while :; do sleep 0.1; done' 2> pool.err
 	wait_until 10 test -s up
 	pool=$(child_pid "$BG_PID" maro-pool)
 	kill -INT "$pool"
@@ -239,7 +247,7 @@ gone() { ! kill -0 "$1" 2>/dev/null; }
 }
 
 @test "-W bounds the pool: its jobs are stopped and it exits 124" {
-	bg 30 maro-pool -n 2 -W 1s -- "$JOB" 2> pool.err
+	bg 30 maro-pool -j 2 -W 1s -- "$JOB" 2> pool.err
 	wait_exit "$BG_PID" 15
 	[ "$status" -eq 124 ]
 	run pgrep -f "$BATS_TEST_TMPDIR/job"
@@ -247,7 +255,7 @@ gone() { ! kill -0 "$1" 2>/dev/null; }
 }
 
 @test "a request to the pool is answered with its counts; a notification is taken and said" {
-	bg 30 maro-pool -n 2 -- "$JOB" 2> pool.err
+	bg 30 maro-pool -j 2 -- "$JOB" 2> pool.err
 	wait_until 10 live_is worker. 2
 	run maro-send -p "pool.$HOST" -t status -f payload -W 10s
 	assert_success
@@ -256,13 +264,13 @@ gone() { ! kill -0 "$1" 2>/dev/null; }
 	assert_success
 	wait_until 5 grep -q "took a message tagged 'hello'" pool.err
 	# a second pool on this host needs a name of its own
-	run maro-pool -n 1 -- "$JOB"
+	run maro-pool -j 1 -- "$JOB"
 	assert_failure 69
 	assert_output --partial "give this one --name"
 }
 
 @test "maro-peers --status: hosts, members per type, pools with their counts; text and JSON" {
-	bg 30 maro-pool -n 2 -- "$JOB" 2> pool.err
+	bg 30 maro-pool -j 2 -- "$JOB" 2> pool.err
 	bg 30 maro-recv -n master -f json
 	wait_until 10 live_is worker. 2
 	wait_until 10 live_is master 1
@@ -293,7 +301,7 @@ gone() { ! kill -0 "$1" 2>/dev/null; }
 }
 
 @test "a pool killed by SIGKILL takes its jobs with it: a new pool's jobs get the names at once" {
-	bg 30 maro-pool -n 2 -- "$JOB" 2> pool.err
+	bg 30 maro-pool -j 2 -- "$JOB" 2> pool.err
 	wait_until 10 live_is worker. 2
 	local pool jobs p
 	pool=$(child_pid "$BG_PID" maro-pool)
@@ -303,7 +311,7 @@ gone() { ! kill -0 "$1" 2>/dev/null; }
 		wait_until 5 sh -c "[ -z \"\$(ps -o stat= -p $p | grep -v '^Z')\" ]"
 	done
 	# (on Redis the killed pool's own entry lasts its TTL: the next pool here takes another name)
-	bg 30 maro-pool -n 2 --name pool.again -- "$JOB" 2> pool2.err
+	bg 30 maro-pool -j 2 --name pool.again -- "$JOB" 2> pool2.err
 	wait_until 10 live_is worker. 2
 	run cat pool2.err
 	refute_output --partial "held"

@@ -145,7 +145,7 @@ SQUARE='while read x; do echo "$x" >> "recv.$MARO_NAME"; sleep ${SQ_DELAY:-0}; e
 # workers HOST N: a maro-pool of N square workers on HOST, named
 # worker.HOST.1..N by the pool.
 workers() {
-	on_bg 60 "$1" maro-pool -n "$2" -T worker -- \
+	on_bg 60 "$1" maro-pool -j "$2" -T worker -- \
 		maro-dist --raw --co 'master:sq:1' "$SQUARE" 2>> "pool.$1.err"
 }
 
