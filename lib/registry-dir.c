@@ -31,6 +31,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -38,7 +39,8 @@
 #include "registry-impl.h"
 
 #define ENTRY_MAX 4096
-#define LOCK_WAIT_MS 2000
+/* the group lock, without -W: a live holder is given this long (a stopped one is named at once) */
+#define LOCK_WAIT_MS 60000
 /* a live entry is rewritten every second or so: older files are worth a look */
 #define SWEEP_AGE_S 3
 
@@ -196,29 +198,99 @@ dir_close(struct maro_registry *r)
 	r->priv = NULL;
 }
 
+/* The pid holding a flock(2) on fd's file, from /proc/locks; 0 when none is seen. */
+static pid_t
+flock_holder(int fd)
+{
+	struct stat st;
+	char line[256], kind[16];
+	unsigned maj, min;
+	unsigned long long ino;
+	long pid;
+	pid_t holder = 0;
+	FILE *f;
+
+	if (fstat(fd, &st) < 0 || !(f = fopen("/proc/locks", "re")))
+		return 0;
+	/* "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF"; waiters have "->" */
+	while (!holder && fgets(line, sizeof line, f))
+		if (sscanf(line, "%*d: %15s %*s %*s %ld %x:%x:%llu", kind, &pid, &maj, &min, &ino) == 5 &&
+		    !strcmp(kind, "FLOCK") && ino == (unsigned long long)st.st_ino &&
+		    maj == major(st.st_dev) && min == minor(st.st_dev))
+			holder = (pid_t)pid;
+	fclose(f);
+	return holder;
+}
+
+/* Whether process pid is stopped (SIGSTOP, ^Z, a debugger): it will not let go by itself. */
+static int
+stopped(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return 0;
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' && (p[2] == 'T' || p[2] == 't');
+}
+
+/*
+ * The group lock.  Taken with a growing, randomized pause between tries (a
+ * thousand members starting at once must not spin the machine, and none
+ * may starve); given up at -W (LOCK_WAIT_MS without it), or at once when
+ * the process holding it is stopped.
+ */
 static int
 group_lock(struct maro_registry *r)
 {
 	struct dir *d = D(r);
-	struct timespec pause = { 0, 1000000 };
-	/* 2 s, or what is left of the run (-W), but 100 ms at least */
-	int64_t end = maro_now_us() + maro_budget_us((int64_t)LOCK_WAIT_MS * 1000, 100000);
+	int64_t start = maro_now_us(), next_look = start + 200000, end;
+	unsigned pause_us = 500, seed = (unsigned)getpid() ^ (unsigned)start;
+	pid_t holder;
 
+	end = start + maro_budget_us((int64_t)LOCK_WAIT_MS * 1000, 100000);
 	if (d->gfd < 0) {
 		d->gfd = openat(d->dfd, ".lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (d->gfd < 0)
 			return maro_registry_fail(r, errno, "cannot open '%s/.lock': %s", d->path,
 			    strerror(errno));
 	}
-	/* bounded: a stopped process holding it must not hang every registrant */
 	while (flock(d->gfd, LOCK_EX | LOCK_NB) < 0) {
+		int64_t now = maro_now_us();
+		struct timespec ts;
+		unsigned us;
+
 		if (errno != EWOULDBLOCK && errno != EINTR)
 			return maro_registry_fail(r, errno, "cannot lock '%s/.lock': %s", d->path,
 			    strerror(errno));
-		if (maro_now_us() >= end)
-			return maro_registry_fail(r, ETIMEDOUT,
-			    "registry directory '%s' stays locked by another process", d->path);
-		nanosleep(&pause, NULL);
+		if (maro_signal)
+			return maro_registry_fail(r, EINTR, "interrupted waiting for '%s/.lock'", d->path);
+		if (now >= next_look || now >= end) {
+			holder = flock_holder(d->gfd);
+			if (holder > 0 && stopped(holder))
+				return maro_registry_fail(r, EDEADLK, "registry directory '%s' is locked "
+				    "by pid %ld, which is stopped", d->path, (long)holder);
+			if (now >= end)
+				return maro_registry_fail(r, ETIMEDOUT, "registry directory '%s' stays "
+				    "locked by another process (pid %ld)", d->path, (long)holder);
+			next_look = now + 200000;
+		}
+		us = pause_us / 2 + (unsigned)rand_r(&seed) % (pause_us / 2 + 1);
+		if (pause_us < 16000)
+			pause_us *= 2;
+		if (now + us > end)
+			us = (unsigned)(end - now);
+		ts.tv_sec = us / 1000000;
+		ts.tv_nsec = (long)(us % 1000000) * 1000;
+		nanosleep(&ts, NULL);
 	}
 	return 0;
 }

@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -11,6 +12,8 @@ maro_tool_ctx(struct maro_common *cm)
 	char errbuf[512];
 
 	c = maro_ctx_open(&cm->co, errbuf, sizeof errbuf);
+	if (!c && maro_signal)
+		exit(maro_signal_status());	/* interrupted while the registry was asked */
 	if (!c)
 		maro_die(errno == EINVAL ? MARO_EXIT_USAGE : MARO_EXIT_UNAVAILABLE, "%s", errbuf);
 	return c;
@@ -33,6 +36,8 @@ maro_tool_inbox(struct maro_ctx *c, const struct maro_common *cm, const char *hi
 	char errbuf[512];
 
 	ib = maro_inbox_open(c, cm->name, cm->type, cm->takeover, &holder, errbuf, sizeof errbuf);
+	if (!ib && maro_signal)
+		exit(maro_signal_status());
 	if (!ib) {
 		if (errno == EEXIST)
 			maro_die(MARO_EXIT_UNAVAILABLE, "name '%s' is held by pid %ld on %s (%s)", cm->name,

@@ -1,0 +1,104 @@
+#!/usr/bin/env bats
+# backends: dir redis
+# Many members of one group started in the same second, as a scheduler
+# starts a job: every one joins, none dies of waiting for the registry; and
+# what holds the registry up is named.
+
+load helpers
+
+setup_file() { redis_setup_file; }
+teardown_file() { redis_teardown_file; }
+setup() {
+	use_registry
+	cd "$BATS_TEST_TMPDIR"
+}
+teardown() { default_teardown; }
+
+# 512: what made members of the dir: registry give up on its lock before
+# (exit 69, "stays locked by another process"; 256 did not, on a quiet machine)
+N=512
+
+# hold_lock SECONDS: the dir: group lock held by flock(1) for SECONDS (BG_PID: its timeout)
+hold_lock() {
+	run -0 maro-peers
+	local lock="$BATS_TEST_TMPDIR/registry/$MARO_GROUP/.lock"
+	bg 30 flock "$lock" sleep "$1"
+	wait_until 10 sh -c "! flock -n '$lock' true"
+}
+
+# timed CMD...: run CMD; how long it took in $ms
+timed() {
+	local t0
+	t0=$(date +%s%N)
+	run "$@"
+	ms=$((($(date +%s%N) - t0) / 1000000))
+}
+
+@test "$N members started at once all join: none exits, all live, nothing said" {
+	local i pids=()
+	for i in $(seq "$N"); do
+		maro-recv -n "w.$i" --idle-timeout 120s > /dev/null 2>> errs &
+		pids+=("$!")
+		BG_PIDS+=("$!")
+	done
+	run -0 --separate-stderr maro-peers -e "w=$N" -W 100s -q
+	run -0 maro-peers -P w. -f json
+	[ "${#lines[@]}" -eq "$N" ]
+	# every one still runs: none gave up on the registry
+	for i in "${pids[@]}"; do
+		kill -0 "$i"
+	done
+	run -0 cat errs
+	assert_output ''
+	# and they leave as they came: all at once, each with 143
+	kill -TERM "${pids[@]}"
+	for i in "${pids[@]}"; do
+		local rc=0
+		wait "$i" || rc=$?
+		[ "$rc" -eq 143 ] || { echo "pid $i: exit $rc"; return 1; }
+	done
+	run -0 maro-peers -P w. -f json
+	assert_output ''
+}
+
+@test "dir: a group lock held by a stopped process is named at once, without -W" {
+	[ "${MARO_TEST_BACKEND:-dir}" = dir ] || skip "dir backend only"
+	hold_lock 30
+	local holder
+	holder=$(child_pid "$BG_PID" flock)
+	kill -STOP "$holder"
+	timed --separate-stderr timeout 20 maro-recv -n r
+	kill -CONT "$holder"
+	assert_failure 69
+	[ "$ms" -lt 2000 ]
+	assert_equal "$stderr" "maro-recv: registry directory '$BATS_TEST_TMPDIR/registry/$MARO_GROUP' is locked by pid $holder, which is stopped"
+}
+
+@test "dir: a group lock held by a running process: waited for until it is let go, with no -W" {
+	[ "${MARO_TEST_BACKEND:-dir}" = dir ] || skip "dir backend only"
+	# held for 3 s: longer than the 2 s a registrant waited before
+	hold_lock 3
+	bg 30 maro-recv -n r -C 1 -f payload > r.out
+	local recv=$BG_PID
+	wait_until 20 is_live r
+	run -0 maro-send -p r -t x -d hi --notification -W 5s
+	wait_exit "$recv" 10
+	assert_equal "$status" 0
+	run -0 cat r.out
+	assert_output hi
+}
+
+@test "dir: SIGTERM while waiting for the group lock ends the tool with 143 at once" {
+	[ "${MARO_TEST_BACKEND:-dir}" = dir ] || skip "dir backend only"
+	hold_lock 30
+	bg 30 maro-recv -n r
+	local recv=$BG_PID p
+	p=$(child_pid "$recv" maro-recv)
+	# it waits: sleeping between two tries of the lock
+	wait_until 10 grep -q nanosleep "/proc/$p/wchan"
+	local t0=$(date +%s%N)
+	kill -TERM "$p"
+	wait_exit "$recv" 10
+	assert_equal "$status" 143
+	[ $(( ($(date +%s%N) - t0) / 1000000 )) -lt 1000 ]
+}
