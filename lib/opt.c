@@ -50,7 +50,7 @@ static const struct maro_opt builtin[] = {
 	MARO_SH(TYPE) | MARO_SH(TAKEOVER) | MARO_SH(PREFIX) | MARO_SH(EXPECT))
 #define MAX_OPTS 64
 
-/* The long names of the built-in flags start at this getopt value. */
+/* getopt_long returns KEY_BASE + i for the i-th flag given by its long name. */
 #define KEY_BASE 0x1000
 
 /* The table entry as it applies: a shared one filled in from the declaration. */
@@ -85,6 +85,8 @@ collect(const struct maro_tool *t, struct maro_opt out[MAX_OPTS])
 
 	for (i = 0; t->opts && (t->opts[i].name || t->opts[i].shared); i++)
 		named |= t->opts[i].shared ? MARO_SH_BIT(t->opts[i].shared) : 0;
+	if (i + MARO_SH_COUNT_ + sizeof builtin / sizeof *builtin > MAX_OPTS)
+		abort();	/* a table too long for MAX_OPTS: a programming error */
 	for (pass = 0; pass < 3; pass++) {
 		if (pass == 1) {
 			for (i = 0; t->opts && (t->opts[i].name || t->opts[i].shared); i++)
@@ -102,8 +104,6 @@ collect(const struct maro_tool *t, struct maro_opt out[MAX_OPTS])
 	}
 	for (i = 0; i < sizeof builtin / sizeof *builtin; i++)
 		out[n++] = builtin[i];
-	if (n > MAX_OPTS)
-		abort();	/* a table too long for MAX_OPTS: a programming error */
 	return n;
 }
 
