@@ -11,15 +11,20 @@
  *                       life, so a reader sees with F_OFD_GETLK whether
  *                       the owner still runs; the kernel drops the lock
  *                       the instant a SIGKILLed owner dies
- *   .lock               flock(2) around register, heartbeat and
+ *   .lock               flock(2) around register, rewrite and
  *                       unregister, so two registrants of a name cannot
  *                       both win and a heartbeat cannot undo a takeover
+ *   .swept              touched by the last sweep (below)
  *
+ * A heartbeat that changes nothing but the time touches its entry (the
+ * mtime), without the lock (touch_own); every REWRITE_MS it rewrites it.
  * An entry is live when it parses, its owner's lock is held, and its
- * heartbeat (wall clock ms) is younger than its own ttl.  Readers never
+ * heartbeat (the later of its hb field and its mtime, wall clock ms) is
+ * younger than its own ttl.  Readers never
  * delete: a stale entry is ignored and overwritten by the next registrant.
  * Under the group lock, a handle's first registration sweeps what dead
- * owners left (their lock files, stale entries, temporary files).
+ * owners left (their lock files, stale entries, temporary files), unless
+ * another did within SWEEP_EVERY_S.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -41,8 +46,12 @@
 #define ENTRY_MAX 4096
 /* the group lock, without -W: a live holder is given this long (a stopped one is named at once) */
 #define LOCK_WAIT_MS 60000
-/* a live entry is rewritten every second or so: older files are worth a look */
+/* a live entry is touched every second or so: older files are worth a look */
 #define SWEEP_AGE_S 3
+/* a heartbeat rewrites the entry (its load and memory figures) this often; else it touches it */
+#define REWRITE_MS 20000
+/* a first registration sweeps the group unless one did within this time (.swept) */
+#define SWEEP_EVERY_S 10
 
 struct dir {
 	char path[PATH_MAX];		/* PATH/GROUP, for messages */
@@ -334,32 +343,30 @@ owner_alive(struct dir *d, const char *owner)
 	return alive;
 }
 
-/* 1 with the file parsed, 0 no such file, -1 garbage. */
+/*
+ * The entry in open file fd (st: its fstat): 1 parsed, -1 garbage.  A
+ * heartbeat that changes nothing but the time only touches the file
+ * (touch_own), so the heartbeat is the later of its hb field and its mtime.
+ */
 static int
-read_entry(struct dir *d, const char *file, struct maro_entry *e, struct maro_registry_meta *m)
+parse_entry(int fd, const struct stat *st, struct maro_entry *e, struct maro_registry_meta *m,
+    int64_t *written)
 {
 	char buf[ENTRY_MAX + 1], *p, *end;
-	struct stat st;
 	ssize_t n;
 	size_t len = 0;
-	int fd = open_plain(d, file, &st);
+	int64_t touched;
 
-	if (fd < 0)
-		return errno == ENOENT ? 0 : -1;
-	if (st.st_size > ENTRY_MAX) {
-		close(fd);
+	if (st->st_size > ENTRY_MAX)
 		return -1;
-	}
-	while (len < sizeof buf - 1 && (n = read(fd, buf + len, sizeof buf - 1 - len)) != 0) {
+	while (len < sizeof buf - 1 && (n = pread(fd, buf + len, sizeof buf - 1 - len, (off_t)len)) != 0) {
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			close(fd);
 			return -1;
 		}
 		len += (size_t)n;
 	}
-	close(fd);
 	if (len == 0 || len > ENTRY_MAX || buf[len - 1] != '\n')
 		return -1;
 	memset(e, 0, sizeof *e);
@@ -373,7 +380,28 @@ read_entry(struct dir *d, const char *file, struct maro_entry *e, struct maro_re
 		    maro_registry_field(e, m, p, (size_t)(eq - p), eq + 1, (size_t)(end - eq - 1)) < 0)
 			return -1;
 	}
-	return maro_registry_entry_check(e, m) == 0 && m->owner[0] ? 1 : -1;
+	if (maro_registry_entry_check(e, m) != 0 || !m->owner[0])
+		return -1;
+	if (written)
+		*written = m->hb_ms;	/* the last heartbeat that wrote the file */
+	touched = (int64_t)st->st_mtim.tv_sec * 1000 + st->st_mtim.tv_nsec / 1000000;
+	if (touched > m->hb_ms)
+		m->hb_ms = touched;
+	return 1;
+}
+
+/* 1 with the file parsed, 0 no such file, -1 garbage. */
+static int
+read_entry(struct dir *d, const char *file, struct maro_entry *e, struct maro_registry_meta *m)
+{
+	struct stat st;
+	int fd = open_plain(d, file, &st), rc;
+
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -1;
+	rc = parse_entry(fd, &st, e, m, NULL);
+	close(fd);
+	return rc;
 }
 
 static void
@@ -488,6 +516,29 @@ sweep(struct maro_registry *r)
 	closedir(dp);
 }
 
+/*
+ * Under the group lock: whether the group was last swept more than
+ * SWEEP_EVERY_S ago (the mtime of .swept), so that a thousand members
+ * joining at once do not each read the whole directory; if so, .swept is
+ * touched for the sweep that follows.
+ */
+static int
+sweep_due(struct dir *d)
+{
+	struct stat st;
+	int fd;
+
+	if (fstatat(d->dfd, ".swept", &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+	    time(NULL) - st.st_mtime < SWEEP_EVERY_S)
+		return 0;
+	fd = openat(d->dfd, ".swept", O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd >= 0) {
+		futimens(fd, NULL);
+		close(fd);
+	}
+	return 1;
+}
+
 static int
 write_all(int fd, const char *p, size_t n)
 {
@@ -546,6 +597,41 @@ write_entry(struct maro_registry *r, const struct maro_entry *e)
 	return 0;
 }
 
+/*
+ * A heartbeat of an entry this handle holds, when nothing in it but the
+ * time changed and it was written less than REWRITE_MS ago: its mtime is
+ * set, without the group lock (a thousand members beat every second).  It
+ * cannot undo a takeover: the file it checked and touches is one inode,
+ * and a taker's rename only puts another in its place.  1 done, 0 when the
+ * entry must be written (under the lock).
+ */
+static int
+touch_own(struct maro_registry *r, const struct maro_entry *e)
+{
+	struct dir *d = D(r);
+	struct maro_entry cur;
+	struct maro_registry_meta m;
+	struct stat st;
+	char file[MARO_NAME_MAX + 8];
+	int64_t written;
+	int fd, ok;
+
+	if (d->ofd < 0)
+		return 0;	/* nothing registered by this handle yet */
+	entry_file(file, sizeof file, e->name);
+	fd = open_plain(d, file, &st);
+	if (fd < 0)
+		return 0;
+	ok = parse_entry(fd, &st, &cur, &m, &written) == 1 && !strcmp(m.token, r->token) &&
+	    !strcmp(m.owner, d->owner) && m.ttl_ms == r->ttl_ms &&
+	    maro_registry_wall_ms() - written < REWRITE_MS && !strcmp(cur.name, e->name) &&
+	    !strcmp(cur.type, e->type) && !strcmp(cur.endpoint, e->endpoint) &&
+	    !strcmp(cur.info, e->info) && cur.pid == e->pid && !strcmp(cur.host, e->host) &&
+	    futimens(fd, NULL) == 0;
+	close(fd);
+	return ok;
+}
+
 static int
 dir_put(struct maro_registry *r, const struct maro_entry *e, int takeover, struct maro_entry *holder)
 {
@@ -554,13 +640,16 @@ dir_put(struct maro_registry *r, const struct maro_entry *e, int takeover, struc
 	struct maro_registry_meta m;
 	int rc;
 
+	if (!takeover && touch_own(r, e))
+		return 0;
 	if (group_lock(r) < 0)
 		return -1;
 	rc = own_lock(r);
 	if (rc < 0)
 		goto out;
-	if (!d->swept)
+	if (!d->swept && sweep_due(d))
 		sweep(r);
+	d->swept = 1;
 	if (get_entry(d, e->name, &cur, &m) == 1 && strcmp(m.token, r->token) != 0 && !takeover) {
 		*holder = cur;
 		rc = maro_registry_fail(r, EEXIST, "name '%s' is held", e->name);
