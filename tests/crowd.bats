@@ -102,3 +102,19 @@ timed() {
 	assert_equal "$status" 143
 	[ $(( ($(date +%s%N) - t0) / 1000000 )) -lt 1000 ]
 }
+
+@test "dir: a heartbeat that changes nothing does not wait for the group lock: a member stays live while another holds it" {
+	[ "${MARO_TEST_BACKEND:-dir}" = dir ] || skip "dir backend only"
+	export MARO_TTL=2s
+	bg 30 maro-recv -n r
+	wait_until 10 is_live r
+	# the lock held for 5 s, more than twice the TTL
+	hold_lock 5
+	local i age
+	for i in $(seq 16); do
+		age=$(maro-peers -f json | jq -r 'select(.name == "r") | .heartbeat_age_ms')
+		[ -n "$age" ] || { echo "r not live after $i looks"; return 1; }
+		[ "$age" -lt 2000 ]
+		sleep 0.25	# looks a quarter of a second apart, over 4 s of the lock held
+	done
+}
