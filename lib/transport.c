@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -98,6 +99,26 @@ ipc_cleanup(struct maro_ctx *c)
 		rmdir(c->ipc_dir);
 }
 
+/*
+ * A context takes 1023 sockets by default, so a broadcast to a thousand
+ * peers failed with EMFILE however high ulimit -n was: as many as the
+ * descriptors allow (one each at least), within libzmq's own limit.
+ */
+static void
+raise_socket_limit(void *zmq)
+{
+	struct rlimit rl;
+	int want = 65535, most = zmq_ctx_get(zmq, ZMQ_SOCKET_LIMIT);
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur < (rlim_t)want)
+		want = (int)rl.rlim_cur;
+	if (most > 0 && want > most)
+		want = most;
+	if (want > zmq_ctx_get(zmq, ZMQ_MAX_SOCKETS))
+		zmq_ctx_set(zmq, ZMQ_MAX_SOCKETS, want);
+}
+
 struct maro_ctx *
 maro_ctx_open(const struct maro_ctx_opts *o, char *errbuf, size_t errlen)
 {
@@ -185,6 +206,7 @@ maro_ctx_open(const struct maro_ctx_opts *o, char *errbuf, size_t errlen)
 		maro_errbuf_set(errbuf, errlen, "cannot create a ZeroMQ context: %s", zmq_strerror(errno));
 		goto fail;
 	}
+	raise_socket_limit(c->zmq);
 	if (c->key && !(c->zap = maro_zap_start(c->zmq, c->key->public_z85))) {
 		maro_errbuf_set(errbuf, errlen, "cannot start the authentication handler: %s", zmq_strerror(errno));
 		goto fail;

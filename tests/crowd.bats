@@ -118,3 +118,20 @@ timed() {
 		sleep 0.25	# looks a quarter of a second apart, over 4 s of the lock held
 	done
 }
+
+@test "maro-bcast to more peers than ZeroMQ's default 1023 sockets: no 'out of file descriptors' below ulimit -n" {
+	[ "${MARO_TEST_BACKEND:-dir}" = dir ] || skip "dir backend only"
+	local unit="$MARO_BIN/../tests/unit-tests" i n=1100
+	# 1100 peers take about 2,300 descriptors (a socket and an eventfd each)
+	if [ "$(ulimit -n)" != unlimited ] && [ "$(ulimit -n)" -lt 4096 ]; then
+		ulimit -n 4096 2> /dev/null || skip "ulimit -n is below 4096 and cannot be raised"
+	fi
+	# members that hold a name and an endpoint no one serves: light, and never answering
+	for i in $(seq "$n"); do
+		"$unit" hold "h.$i" "ipc://$BATS_TEST_TMPDIR/none.$i" > /dev/null &
+		BG_PIDS+=("$!")
+	done
+	wait_until 60 live_is h. "$n"
+	run -124 --separate-stderr maro-bcast -P h. -t x --notification -W 2s -q
+	[[ $stderr != *"out of file descriptors"* ]] || { echo "$stderr"; return 1; }
+}
