@@ -23,7 +23,8 @@
  * younger than its own ttl.  Readers never
  * delete: a stale entry is ignored and overwritten by the next registrant.
  * Under the group lock, a handle's first registration sweeps what dead
- * owners left (their lock files, stale entries, temporary files), unless
+ * owners left (their lock files, stale entries, temporary files, the
+ * socket files of their inboxes), unless
  * another did within SWEEP_EVERY_S.
  */
 #include <dirent.h>
@@ -491,6 +492,13 @@ sweep(struct maro_registry *r)
 
 		if (!strncmp(f, ".tmp.", 5)) {
 			unlinkat(d->dfd, f, 0);
+		} else if (!strncmp(f, "s.", 2) && fstatat(d->dfd, f, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISSOCK(st.st_mode)) {
+			/* an inbox's socket file (transport.c: s.PID.N) whose process is gone */
+			long pid = strtol(f + 2, NULL, 10);
+
+			if (pid > 0 && kill((pid_t)pid, 0) < 0 && errno == ESRCH)
+				unlinkat(d->dfd, f, 0);
 		} else if (!strncmp(f, ".owner.", 7) && strcmp(f, d->owner) != 0) {
 			long pid = strtol(f + 7, NULL, 10);
 

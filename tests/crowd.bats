@@ -135,3 +135,25 @@ timed() {
 	run -124 --separate-stderr maro-bcast -P h. -t x --notification -W 2s -q
 	[[ $stderr != *"out of file descriptors"* ]] || { echo "$stderr"; return 1; }
 }
+
+@test "dir: the socket file of a member killed with SIGKILL is swept with its entry" {
+	[ "${MARO_TEST_BACKEND:-dir}" = dir ] || skip "dir backend only"
+	export MARO_TTL=2s
+	local dir="$BATS_TEST_TMPDIR/registry/$MARO_GROUP" p
+	bg 30 maro-recv -n victim
+	p=$(child_pid "$BG_PID" maro-recv)
+	wait_until 10 is_live victim
+	run -0 find "$dir" -name "s.$p.*" -type s
+	[ -n "$output" ]
+	kill -KILL "$p"
+	wait_until 10 not_live victim
+	# the next sweep: one is due when the last is 10 s old, and looks at
+	# entries 3 s old
+	touch -d '1 minute ago' "$dir/.swept" "$dir/victim.entry"
+	bg 30 maro-recv -n newcomer
+	wait_until 10 is_live newcomer
+	run -0 find "$dir" -name "s.$p.*"
+	assert_output ''
+	run -0 find "$dir" -name 'victim.entry'
+	assert_output ''
+}
