@@ -33,6 +33,8 @@
 #define SIGNAL_GRACE_US 2000000	/* for replies already queued, when a signal stops us */
 /* a handler's process group, after SIGTERM, before SIGKILL: with the above, within maro(7)'s 2.5 s */
 #define HANDLER_GRACE_US 500000
+/* a coprocess owing answers and silent this long is told it may be buffering */
+#define SILENT_US 5000000
 
 enum { OPT_ON = 256, OPT_CO, OPT_EXIT, OPT_RAW };
 
@@ -66,6 +68,8 @@ struct handler {
 	pid_t pid;
 	int in, out;		/* its stdin (we write), its stdout (we read) */
 	struct maro_buf wbuf;	/* bytes waiting for its stdin */
+	int64_t silent_since;	/* requests handed over and nothing read since: when that began */
+	int said_silent;
 	struct maro_reader rd;
 	struct maro_buf lines;	/* --raw: its output, up to a newline */
 	/* triggering task requests waiting for their reply, oldest first */
@@ -547,6 +551,31 @@ co_answered(struct dist *d, struct handler *h, size_t k, int sent)
 }
 
 /* Moves bytes between maro-dist and a coprocess.  -1 when the coprocess is gone. */
+/*
+ * A coprocess that has had requests, all handed over, and has written
+ * nothing for SILENT_US most likely holds its answers in a stdio buffer
+ * (a pipe is not a terminal): said once, naming the cure.
+ */
+static void
+say_silent(struct handler *h)
+{
+	int64_t now = maro_now_us();
+
+	if (h->nwait == h->wfirst || h->wbuf.len) {
+		h->silent_since = 0;
+		return;
+	}
+	if (!h->silent_since)
+		h->silent_since = now;
+	if (h->said_silent || now - h->silent_since < SILENT_US)
+		return;
+	h->said_silent = 1;
+	maro_warn("coprocess for '%s' has %zu request%s and has written nothing for %d s: if it "
+	    "buffers its output, make it write each answer at once (stdbuf -oL, python3 -u, "
+	    "mawk -W interactive, fflush())", h->text, h->nwait - h->wfirst,
+	    h->nwait - h->wfirst == 1 ? "" : "s", (int)(SILENT_US / 1000000));
+}
+
 static int
 co_pump(struct dist *d, struct handler *h)
 {
@@ -576,7 +605,9 @@ co_pump(struct dist *d, struct handler *h)
 			return -1;
 		if (k == 0)
 			break;
+		h->silent_since = 0;
 	}
+	say_silent(h);
 	if (d->raw) {
 		/* lines: each answers the oldest waiting request */
 		while (h->rd.buf.len > h->rd.start) {

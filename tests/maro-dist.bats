@@ -441,3 +441,27 @@ group_of() { ps -e -o pgid=,stat=,pid= | awk -v g="$1" '$1 == g && $2 !~ /^Z/ { 
 	run cat dist.err
 	assert_output --partial "coprocess for '*:echo:1' wrote a line longer than 100000 bytes (--max-size)"
 }
+
+@test "--co: a coprocess that takes a request and writes nothing for 5 s is said to be maybe buffering, once" {
+	# reads and never answers: as a program whose stdio holds its answers
+	bg 30 maro-dist -n quiet.1 --raw --co '*:t:1' 'while read -r l; do :; done' -W 8s 2> dist.err
+	local dist=$BG_PID
+	wait_until 10 is_live quiet.1
+	bg 30 maro-send -p quiet.1 -t t -d x -W 20s > /dev/null 2>&1
+	wait_until 10 grep -q 'written nothing for 5 s' dist.err
+	wait_exit "$dist" 15
+	run -0 grep -c 'has written nothing' dist.err
+	assert_output 1
+	run -0 cat dist.err
+	assert_line --partial "maro-dist: coprocess for '*:t:1' has 1 request and has written nothing for 5 s: if it buffers its output"
+}
+
+@test "--co: a coprocess that answers at once is never said to be buffering" {
+	bg 30 maro-dist -n prompt.1 --raw --co '*:t:1' 'while read -r l; do echo "$l"; done' -W 7s 2> dist.err
+	local dist=$BG_PID
+	wait_until 10 is_live prompt.1
+	run -0 maro-send -p prompt.1 -t t -d x -W 5s
+	wait_exit "$dist" 15
+	run -0 cat dist.err
+	refute_output --partial 'written nothing'
+}
