@@ -164,7 +164,7 @@ stop_group(pid_t pid)
 static int
 wait_handler(struct dist *d, pid_t pid)
 {
-	int64_t next_hb = maro_now_us() + 1000000;
+	int64_t next_hb = maro_tool_next_beat(d->c, maro_now_us());
 	int wstatus = 0;
 	pid_t r;
 
@@ -176,7 +176,7 @@ wait_handler(struct dist *d, pid_t pid)
 			return wstatus;
 		if (maro_now_us() >= next_hb) {
 			maro_registry_heartbeat(d->c->reg);
-			next_hb = maro_now_us() + 1000000;
+			next_hb = maro_tool_next_beat(d->c, maro_now_us());
 		}
 		usleep(20000);
 	}
@@ -909,7 +909,7 @@ main(int argc, char **argv)
 		if (d.h[i].mode == MODE_CO)
 			co_start(&d, &d.h[i]);
 	now = maro_now_us();
-	next_hb = now + 1000000;
+	next_hb = maro_tool_next_beat(d.c, now);
 
 	for (;;) {
 		zmq_pollitem_t items[1100];
@@ -951,7 +951,7 @@ main(int argc, char **argv)
 			maro_registry_heartbeat(d.c->reg);
 			maro_cli_report_rejected(d.c);
 			maro_cli_report_malformed(d.ib);
-			next_hb = now + 1000000;
+			next_hb = maro_tool_next_beat(d.c, now);
 		}
 		if (!stop && d.nheld < MAX_HELD)
 			items[nitems++] = (zmq_pollitem_t){ maro_inbox_pollable(d.ib), 0, ZMQ_POLLIN, 0 };

@@ -688,7 +688,7 @@ main(int argc, char **argv)
 
 	now = maro_now_us();
 	deadline = timeout >= 0 ? now + timeout : INT64_MAX;
-	next_hb = now + 1000000;
+	next_hb = maro_tool_next_beat(pl.c, now);
 	while (!finished) {
 		zmq_pollitem_t items[1100];
 		struct maro_delivery dl;
@@ -737,7 +737,7 @@ main(int argc, char **argv)
 			maro_registry_heartbeat(pl.c->reg);
 			maro_cli_report_rejected(pl.c);
 			maro_cli_report_malformed(pl.ib);
-			next_hb = now + 1000000;
+			next_hb = maro_tool_next_beat(pl.c, now);
 		}
 		if (finished)
 			break;

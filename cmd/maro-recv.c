@@ -187,7 +187,7 @@ main(int argc, char **argv)
 
 	now = maro_now_us();
 	idle_at = idle >= 0 ? now + idle : INT64_MAX;
-	next_hb = now + 1000000;
+	next_hb = maro_tool_next_beat(c, now);
 	while (!stop) {
 		zmq_pollitem_t it = { maro_inbox_pollable(ib), 0, ZMQ_POLLIN, 0 };
 		struct maro_delivery d;
@@ -244,7 +244,7 @@ main(int argc, char **argv)
 			}
 			maro_cli_report_rejected(c);
 			maro_cli_report_malformed(ib);
-			next_hb = now + 1000000;
+			next_hb = maro_tool_next_beat(c, now);
 		}
 		if (!stop && now >= deadline) {
 			status = MARO_EXIT_TIMEOUT;

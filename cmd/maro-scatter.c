@@ -740,7 +740,7 @@ main(int argc, char **argv)
 	maro_reader_init(&r, STDIN_FILENO, &s.c->limits);
 	s.started = maro_now_us();
 	s.next_progress = s.started + s.progress_every;
-	next_hb = s.started + 1000000;
+	next_hb = maro_tool_next_beat(s.c, s.started);
 	next_refresh = 0;
 
 	for (;;) {
@@ -845,7 +845,7 @@ main(int argc, char **argv)
 		if (now >= next_hb) {
 			if (s.rq.inbox)
 				maro_registry_heartbeat(s.c->reg);
-			next_hb = now + 1000000;
+			next_hb = maro_tool_next_beat(s.c, now);
 		}
 		/*
 		 * read only when what was read is used up: reading whenever the

@@ -383,7 +383,7 @@ main(int argc, char **argv)
 		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
 	maro_tool_out_init(&s.out, cm.format);
 	maro_reader_init(&r, STDIN_FILENO, &s.c->limits);
-	next_hb = maro_now_us() + 1000000;
+	next_hb = maro_tool_next_beat(s.c, maro_now_us());
 
 	for (;;) {
 		zmq_pollitem_t items[260];
@@ -459,7 +459,7 @@ main(int argc, char **argv)
 		now = maro_now_us();
 		if (s.rq.inbox && now >= next_hb) {
 			maro_registry_heartbeat(s.c->reg);
-			next_hb = now + 1000000;
+			next_hb = maro_tool_next_beat(s.c, now);
 		}
 		if (!input_done && !from_flags && s.staged.len == 0 && !too_many_owed(&s)) {
 			stdin_at = nitems;

@@ -262,7 +262,7 @@ main(int argc, char **argv)
 	maro_writer_init(&out, STDOUT_FILENO);
 	tty = isatty(STDERR_FILENO) && !quiet;
 	now = maro_now_us();
-	next_hb = now + 1000000;
+	next_hb = maro_tool_next_beat(c, now);
 	next_live = 0;
 
 	while (!done) {
@@ -306,7 +306,7 @@ main(int argc, char **argv)
 			maro_registry_heartbeat(c->reg);
 			maro_cli_report_rejected(c);
 			maro_cli_report_malformed(ib);
-			next_hb = now + 1000000;
+			next_hb = maro_tool_next_beat(c, now);
 		}
 		wake = deadline < next_hb ? deadline : next_hb;
 		if (next_live < wake)

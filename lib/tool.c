@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "registry.h"
 #include "tool.h"
 
 struct maro_ctx *
@@ -104,4 +105,15 @@ maro_tool_stop(int64_t deadline)
 	if (maro_signal)
 		return maro_signal_status();
 	return maro_now_us() >= deadline ? MARO_EXIT_TIMEOUT : 0;
+}
+
+int64_t
+maro_tool_next_beat(struct maro_ctx *c, int64_t now)
+{
+	static unsigned seed;
+	int64_t third = maro_registry_ttl_ms(c->reg) * 1000 / 3;
+
+	if (!seed)
+		seed = (unsigned)getpid() ^ (unsigned)now;
+	return now + third - (int64_t)((uint64_t)rand_r(&seed) % (uint64_t)(third / 4 + 1));
 }

@@ -61,6 +61,14 @@ int maro_tool_out_flush(struct maro_tool_out *o);
 void maro_tool_out_free(struct maro_tool_out *o);
 
 /*
+ * When the heartbeat after one at now is due (maro_registry_heartbeat):
+ * between a quarter and a third of the registry's TTL later, at random, so
+ * that a thousand members started in the same second neither beat in the
+ * same millisecond nor more often than they must.
+ */
+int64_t maro_tool_next_beat(struct maro_ctx *c, int64_t now);
+
+/*
  * Whether a tool's loop ends at this turn: 0 to go on, the signal's status
  * (130, 143) after SIGINT or SIGTERM, 124 at the deadline.
  */

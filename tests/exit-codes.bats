@@ -54,7 +54,7 @@ cases() {
 	maro-pool 124 maro-pool -j 1 --name pool.w -W 1s -- sleep 30
 	maro-pool 130 maro-pool -j 1 --name pool.sig -- sleep 30
 	maro-recv 0 maro-recv -n r0 --idle-timeout 1s
-	maro-recv 1 maro-recv -n r1 -W 10s > /dev/null & r=$!; until maro-peers -f json | grep -q '"r1"'; do sleep 0.05; done; maro-recv -n r1 --takeover -W 1s > /dev/null; wait $r
+	maro-recv 1 maro-recv -n r1 -W 10s > /dev/null & r=$!; until maro-peers -f json | grep -q '"r1"'; do sleep 0.05; done; maro-recv -n r1 --takeover -W 4s > /dev/null; wait $r
 	maro-recv 2 maro-recv --bogus
 	maro-recv 65 printf '\377' > bad.cbor; maro-recv -n r65 --sessions-from bad.cbor -W 2s
 	maro-recv 69 maro-recv -n p.m -W 1s
