@@ -8,7 +8,8 @@
  * XDG_RUNTIME_DIR is unset (maro_registry_default_url).
  *
  * An entry names one inbox.  It lives while its owner heartbeats: the owner
- * calls maro_registry_heartbeat() about once a second and an entry whose
+ * calls maro_registry_heartbeat() every quarter to third of the TTL
+ * (maro_tool_next_beat, tool.h) and an entry whose
  * heartbeat is older than the owner's TTL (default 5 s) is gone for every
  * reader.  dir: also drops an entry the moment its owner's process dies.
  * The stored layouts: registry-dir.c, registry-redis.c, and maro(7).
