@@ -57,8 +57,9 @@ timed() {
 		wait "$i" || rc=$?
 		[ "$rc" -eq 143 ] || { echo "pid $i: exit $rc"; return 1; }
 	done
-	run -0 maro-peers -P w. -f json
-	assert_output ''
+	# gone at once, or (a Redis unregister cut short by the signal under
+	# load, seen under ASan) when their entries expire
+	wait_until 15 sh -c '[ -z "$(maro-peers -P w. -f json)" ]'
 }
 
 @test "dir: a group lock held by a stopped process is named at once, without -W" {
