@@ -21,5 +21,6 @@
 #include "tool.h"
 #include "trace.h"
 #include "transport.h"
+#include "view.h"
 
 #endif

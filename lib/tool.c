@@ -29,6 +29,27 @@ maro_tool_open(struct maro_common *cm, int64_t *deadline)
 	return maro_tool_ctx(cm);
 }
 
+struct maro_registry *
+maro_tool_registry(struct maro_common *cm, int64_t *deadline)
+{
+	const char *group = cm->co.group ? cm->co.group : getenv("MARO_GROUP");
+	struct maro_registry *r;
+	char errbuf[512];
+
+	maro_cli_catch_signals();
+	*deadline = cm->timeout >= 0 ? maro_now_us() + cm->timeout : INT64_MAX;
+	maro_deadline = *deadline;
+	if (!group || !*group)
+		group = "maro";
+	r = maro_registry_open(cm->co.registry_url, group, NULL, errbuf, sizeof errbuf);
+	if (!r && maro_signal)
+		exit(maro_signal_status());
+	if (!r)
+		maro_die(errno == EINVAL ? MARO_EXIT_USAGE : MARO_EXIT_UNAVAILABLE, "%s", errbuf);
+	maro_info("group '%s' in the %s registry", group, maro_registry_kind(r));
+	return r;
+}
+
 struct maro_inbox *
 maro_tool_inbox(struct maro_ctx *c, const struct maro_common *cm, const char *hint)
 {

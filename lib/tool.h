@@ -25,6 +25,12 @@
  * *deadline too: monotonic us, INT64_MAX without -W) and opens the context.
  */
 struct maro_ctx *maro_tool_open(struct maro_common *cm, int64_t *deadline);
+/*
+ * For a tool that only reads the registry (maro-peers): signals and the -W
+ * clock as maro_tool_open, then the group's registry (the group from -g,
+ * MARO_GROUP or 'maro'), dying as maro_tool_ctx does.
+ */
+struct maro_registry *maro_tool_registry(struct maro_common *cm, int64_t *deadline);
 /* Only opens the context, for a tool whose -W is not a bound on the whole run (maro-pool). */
 struct maro_ctx *maro_tool_ctx(struct maro_common *cm);
 

@@ -1,0 +1,349 @@
+/*
+ * view: the registry's entries as text and JSON (view.h).
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "view.h"
+
+/* Appends j as one compact line and releases it; j NULL means out of memory. */
+static int
+json_line(struct maro_buf *out, json_t *j)
+{
+	char *s;
+	int rc;
+
+	if (!j) {
+		errno = ENOMEM;
+		return -1;
+	}
+	s = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(4));
+	json_decref(j);
+	if (!s) {
+		errno = ENOMEM;
+		return -1;
+	}
+	rc = maro_buf_printf(out, "%s\n", s);
+	free(s);
+	return rc;
+}
+
+static json_t *
+entry_json(const struct maro_entry *e, const char *event)
+{
+	json_t *j = json_object();
+
+	if (!j)
+		return NULL;
+	if (event)
+		json_object_set_new(j, "event", json_string(event));
+	json_object_set_new(j, "name", json_string(e->name));
+	if (event && !strcmp(event, "leave"))
+		return j;
+	json_object_set_new(j, "type", json_string(e->type));
+	json_object_set_new(j, "host", json_string(e->host));
+	json_object_set_new(j, "endpoint", json_string(e->endpoint));
+	json_object_set_new(j, "pid", json_integer(e->pid));
+	json_object_set_new(j, "started", json_integer(e->started_ms));
+	json_object_set_new(j, "heartbeat_age_ms", json_integer(e->heartbeat_age_ms));
+	json_object_set_new(j, "ncpu", json_integer(e->ncpu));
+	json_object_set_new(j, "load1", json_real(e->load1));
+	json_object_set_new(j, "mem_used_kb", json_integer((json_int_t)e->mem_used_kb));
+	json_object_set_new(j, "info", json_string(e->info));
+	return j;
+}
+
+int
+maro_view_entry_json(struct maro_buf *out, const struct maro_entry *e, const char *event)
+{
+	return json_line(out, entry_json(e, event));
+}
+
+int
+maro_view_event(struct maro_buf *out, const struct maro_entry *e, const char *event, int json)
+{
+	if (json)
+		return maro_view_entry_json(out, e, event);
+	if (!strcmp(event, "join"))
+		return maro_buf_printf(out, "join %s %s %s %s\n", e->name, e->type, e->host, e->endpoint);
+	return maro_buf_printf(out, "leave %s\n", e->name);
+}
+
+static void
+age_text(char *buf, size_t len, int64_t ms)
+{
+	if (ms < 100000)
+		snprintf(buf, len, "%.1fs", (double)ms / 1000);
+	else
+		snprintf(buf, len, "%llds", (long long)(ms / 1000));
+}
+
+static void
+mem_text(char *buf, size_t len, uint64_t kb)
+{
+	if (kb >= 1024 * 1024)
+		snprintf(buf, len, "%.1fG", (double)kb / (1024 * 1024));
+	else
+		snprintf(buf, len, "%.0fM", (double)kb / 1024);
+}
+
+static int
+widest(const struct maro_entry *v, size_t n, size_t off, int min)
+{
+	size_t i;
+	int w = min;
+
+	for (i = 0; i < n; i++) {
+		int k = (int)strlen((const char *)&v[i] + off);
+
+		if (k > w)
+			w = k;
+	}
+	return w;
+}
+
+#define WIDEST(v, n, field, title) widest(v, n, offsetof(struct maro_entry, field), (int)strlen(title))
+
+int
+maro_view_table(struct maro_buf *out, const struct maro_entry *v, size_t n, int header,
+    int verbose)
+{
+	int wn = WIDEST(v, n, name, "NAME"), wt = WIDEST(v, n, type, "TYPE");
+	int wh = WIDEST(v, n, host, "HOST"), we = WIDEST(v, n, endpoint, "ENDPOINT");
+	char age[32], mem[32];
+	size_t i;
+	int rc = 0;
+
+	if (header) {
+		rc |= maro_buf_printf(out, "%-*s  %-*s  %-*s  %-*s  %7s  %6s", wn, "NAME", wt, "TYPE",
+		    wh, "HOST", we, "ENDPOINT", "PID", "AGE");
+		if (verbose)
+			rc |= maro_buf_printf(out, "  %4s  %6s  %6s  %s", "NCPU", "LOAD1", "MEM", "INFO");
+		rc |= maro_buf_puts(out, "\n");
+	}
+	for (i = 0; i < n; i++) {
+		age_text(age, sizeof age, v[i].heartbeat_age_ms);
+		rc |= maro_buf_printf(out, "%-*s  %-*s  %-*s  %-*s  %7ld  %6s", wn, v[i].name, wt,
+		    v[i].type, wh, v[i].host, we, v[i].endpoint, (long)v[i].pid, age);
+		if (verbose) {
+			mem_text(mem, sizeof mem, v[i].mem_used_kb);
+			rc |= maro_buf_printf(out, "  %4d  %6.2f  %6s%s%s", v[i].ncpu, v[i].load1, mem,
+			    v[i].info[0] ? "  " : "", v[i].info);
+		}
+		rc |= maro_buf_puts(out, "\n");
+	}
+	return rc ? -1 : 0;
+}
+
+long
+maro_view_info_count(const char *info, const char *key)
+{
+	size_t k = strlen(key);
+	const char *p = info;
+
+	while ((p = strstr(p, key))) {
+		if ((p == info || p[-1] == ' ') && p[k] == '=')
+			return strtol(p + k + 1, NULL, 10);
+		p += k;
+	}
+	return -1;
+}
+
+struct hoststat {
+	const struct maro_entry *latest;	/* the freshest heartbeat says the host's load */
+	size_t members;
+};
+
+struct typestat {
+	const char *type;
+	size_t members;
+};
+
+/* The summary's figures, gathered once for both of its forms. */
+struct summary {
+	struct hoststat *hs;
+	struct typestat *ts;
+	size_t nh, nt, cpus, npools;
+};
+
+static int
+by_type(const void *a, const void *b)
+{
+	return strcmp(((const struct typestat *)a)->type, ((const struct typestat *)b)->type);
+}
+
+static int
+summarize(struct summary *s, const struct maro_entry *v, size_t n)
+{
+	size_t i, k;
+
+	memset(s, 0, sizeof *s);
+	s->hs = calloc(n + 1, sizeof *s->hs);
+	s->ts = calloc(n + 1, sizeof *s->ts);
+	if (!s->hs || !s->ts) {
+		free(s->hs);
+		free(s->ts);
+		errno = ENOMEM;
+		return -1;
+	}
+	for (i = 0; i < n; i++) {
+		for (k = 0; k < s->nh && strcmp(s->hs[k].latest->host, v[i].host); k++)
+			;
+		if (k == s->nh)
+			s->hs[s->nh++].latest = &v[i];
+		else if (v[i].heartbeat_age_ms < s->hs[k].latest->heartbeat_age_ms)
+			s->hs[k].latest = &v[i];
+		s->hs[k].members++;
+		for (k = 0; k < s->nt && strcmp(s->ts[k].type, v[i].type); k++)
+			;
+		if (k == s->nt)
+			s->ts[s->nt++].type = v[i].type;
+		s->ts[k].members++;
+		s->npools += !strcmp(v[i].type, "pool");
+	}
+	qsort(s->ts, s->nt, sizeof *s->ts, by_type);
+	for (k = 0; k < s->nh; k++)
+		s->cpus += (size_t)(s->hs[k].latest->ncpu > 0 ? s->hs[k].latest->ncpu : 0);
+	return 0;
+}
+
+static json_t *
+status_json(const struct summary *s, const struct maro_entry *v, size_t n)
+{
+	json_t *j = json_object(), *ja;
+	size_t i, k;
+
+	if (!j)
+		return NULL;
+	json_object_set_new(j, "hosts", json_integer((json_int_t)s->nh));
+	json_object_set_new(j, "members", json_integer((json_int_t)n));
+	json_object_set_new(j, "cpus", json_integer((json_int_t)s->cpus));
+	ja = json_array();
+	for (k = 0; k < s->nh; k++) {
+		const struct maro_entry *e = s->hs[k].latest;
+		json_t *h = json_object();
+
+		json_object_set_new(h, "host", json_string(e->host));
+		json_object_set_new(h, "ncpu", json_integer(e->ncpu));
+		json_object_set_new(h, "load1", json_real(e->load1));
+		json_object_set_new(h, "mem_used_kb", json_integer((json_int_t)e->mem_used_kb));
+		json_object_set_new(h, "members", json_integer((json_int_t)s->hs[k].members));
+		json_array_append_new(ja, h);
+	}
+	json_object_set_new(j, "host_status", ja);
+	ja = json_object();
+	for (k = 0; k < s->nt; k++)
+		json_object_set_new(ja, s->ts[k].type, json_integer((json_int_t)s->ts[k].members));
+	json_object_set_new(j, "types", ja);
+	ja = json_array();
+	for (i = 0; i < n; i++) {
+		json_t *p;
+
+		if (strcmp(v[i].type, "pool"))
+			continue;
+		p = json_object();
+		json_object_set_new(p, "name", json_string(v[i].name));
+		json_object_set_new(p, "host", json_string(v[i].host));
+		json_object_set_new(p, "jobs", json_integer(maro_view_info_count(v[i].info, "jobs")));
+		json_object_set_new(p, "running", json_integer(maro_view_info_count(v[i].info, "running")));
+		json_object_set_new(p, "restarts",
+		    json_integer(maro_view_info_count(v[i].info, "restarts")));
+		json_object_set_new(p, "gaveup", json_integer(maro_view_info_count(v[i].info, "gaveup")));
+		json_array_append_new(ja, p);
+	}
+	json_object_set_new(j, "pools", ja);
+	return j;
+}
+
+static int
+status_text(struct maro_buf *out, const struct summary *s, const struct maro_entry *v, size_t n)
+{
+	size_t i, k;
+	int rc = 0;
+
+	rc |= maro_buf_printf(out, "hosts %zu, members %zu, CPUs %zu\n\n", s->nh, n, s->cpus);
+	rc |= maro_buf_printf(out, "%-24s  %4s  %6s  %7s  %7s\n", "HOST", "NCPU", "LOAD1", "MEM",
+	    "MEMBERS");
+	for (k = 0; k < s->nh; k++) {
+		const struct maro_entry *e = s->hs[k].latest;
+		char mem[32];
+
+		mem_text(mem, sizeof mem, e->mem_used_kb);
+		rc |= maro_buf_printf(out, "%-24s  %4d  %6.2f  %7s  %7zu\n", e->host, e->ncpu, e->load1,
+		    mem, s->hs[k].members);
+	}
+	rc |= maro_buf_printf(out, "\n%-24s  %7s\n", "TYPE", "MEMBERS");
+	for (k = 0; k < s->nt; k++)
+		rc |= maro_buf_printf(out, "%-24s  %7zu\n", s->ts[k].type, s->ts[k].members);
+	if (!s->npools)
+		return rc ? -1 : 0;
+	rc |= maro_buf_printf(out, "\n%-24s  %-16s  %5s  %7s  %8s  %6s\n", "POOL", "HOST", "JOBS",
+	    "RUNNING", "RESTARTS", "GAVEUP");
+	for (i = 0; i < n; i++)
+		if (!strcmp(v[i].type, "pool"))
+			rc |= maro_buf_printf(out, "%-24s  %-16s  %5ld  %7ld  %8ld  %6ld\n", v[i].name,
+			    v[i].host, maro_view_info_count(v[i].info, "jobs"),
+			    maro_view_info_count(v[i].info, "running"),
+			    maro_view_info_count(v[i].info, "restarts"),
+			    maro_view_info_count(v[i].info, "gaveup"));
+	return rc ? -1 : 0;
+}
+
+int
+maro_view_status(struct maro_buf *out, const struct maro_entry *v, size_t n, int json)
+{
+	struct summary s;
+	int rc;
+
+	if (summarize(&s, v, n) < 0)
+		return -1;
+	rc = json ? json_line(out, status_json(&s, v, n)) : status_text(out, &s, v, n);
+	free(s.hs);
+	free(s.ts);
+	return rc;
+}
+
+int
+maro_view_same(const struct maro_entry *a, const struct maro_entry *b)
+{
+	return a->pid == b->pid && a->started_ms == b->started_ms && !strcmp(a->host, b->host) &&
+	    !strcmp(a->endpoint, b->endpoint);
+}
+
+static const struct maro_entry *
+find(const struct maro_entry *v, size_t n, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(v[i].name, name))
+			return &v[i];
+	return NULL;
+}
+
+int
+maro_view_diff(const struct maro_entry *old, size_t nold, const struct maro_entry *cur,
+    size_t ncur, int (*fn)(void *arg, const struct maro_entry *e, const char *event), void *arg)
+{
+	size_t i;
+	int rc;
+
+	for (i = 0; i < nold; i++) {
+		const struct maro_entry *e = find(cur, ncur, old[i].name);
+
+		if ((!e || !maro_view_same(e, &old[i])) && (rc = fn(arg, &old[i], "leave")))
+			return rc;
+	}
+	for (i = 0; i < ncur; i++) {
+		const struct maro_entry *e = find(old, nold, cur[i].name);
+
+		if ((!e || !maro_view_same(e, &cur[i])) && (rc = fn(arg, &cur[i], "join")))
+			return rc;
+	}
+	return 0;
+}

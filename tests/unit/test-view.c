@@ -1,0 +1,84 @@
+#include <stdio.h>
+#include <string.h>
+
+#include "unit.h"
+#include "view.h"
+
+static void
+entry(struct maro_entry *e, const char *name, const char *type, const char *host, long pid)
+{
+	memset(e, 0, sizeof *e);
+	snprintf(e->name, sizeof e->name, "%s", name);
+	snprintf(e->type, sizeof e->type, "%s", type);
+	snprintf(e->host, sizeof e->host, "%s", host);
+	snprintf(e->endpoint, sizeof e->endpoint, "ipc:///run/%ld", pid);
+	e->pid = (pid_t)pid;
+	e->started_ms = 1000 * pid;
+	e->ncpu = 2;
+}
+
+/* What maro_view_diff told, as "leave a,join b," */
+static int
+tell(void *arg, const struct maro_entry *e, const char *event)
+{
+	struct maro_buf *b = arg;
+
+	maro_buf_printf(b, "%s %s,", event, e->name);
+	return !strcmp(e->name, "stop") ? 7 : 0;
+}
+
+void
+test_view(void)
+{
+	struct maro_entry old[3], cur[3];
+	struct maro_buf b = { 0 };
+
+	CHECK(maro_view_info_count("jobs=4 running=3 restarts=1", "running") == 3);
+	CHECK(maro_view_info_count("xjobs=4 jobs=2", "jobs") == 2);
+	CHECK(maro_view_info_count("jobs=4", "gaveup") == -1);
+	CHECK(maro_view_info_count("jobsx=4", "jobs") == -1);
+
+	/* w.1 stays, w.2 is taken over by another process, w.3 leaves, w.4 joins */
+	entry(&old[0], "w.1", "w", "h", 1);
+	entry(&old[1], "w.2", "w", "h", 2);
+	entry(&old[2], "w.3", "w", "h", 3);
+	entry(&cur[0], "w.1", "w", "h", 1);
+	entry(&cur[1], "w.2", "w", "h", 22);
+	cur[1].started_ms = old[1].started_ms;	/* only the pid tells them apart */
+	memcpy(cur[1].endpoint, old[1].endpoint, sizeof cur[1].endpoint);
+	entry(&cur[2], "w.4", "w", "h", 4);
+	CHECK(maro_view_diff(old, 3, cur, 3, tell, &b) == 0 && !maro_buf_cstr(&b));
+	CHECK(!strcmp((char *)b.p, "leave w.2,leave w.3,join w.2,join w.4,"));
+	maro_buf_reset(&b);
+	CHECK(maro_view_diff(NULL, 0, cur, 1, tell, &b) == 0 && !maro_buf_cstr(&b) &&
+	    !strcmp((char *)b.p, "join w.1,"));
+	maro_buf_reset(&b);
+	/* the first nonzero answer stops it */
+	entry(&cur[1], "stop", "stop", "h", 5);
+	CHECK(maro_view_diff(NULL, 0, cur, 3, tell, &b) == 7 && !maro_buf_cstr(&b) &&
+	    !strcmp((char *)b.p, "join w.1,join stop,"));
+	maro_buf_reset(&b);
+
+	/* the table: columns as wide as their widest cell */
+	entry(&cur[1], "worker.10", "worker", "h", 2);
+	CHECK(maro_view_table(&b, cur, 2, 1, 0) == 0 && !maro_buf_cstr(&b));
+	CHECK(!strncmp((char *)b.p, "NAME       TYPE    HOST  ENDPOINT ", 34));
+	CHECK(strstr((char *)b.p, "\nworker.10  worker  h     ipc:///run/2 ") != NULL);
+	maro_buf_reset(&b);
+	CHECK(maro_view_event(&b, &cur[0], "leave", 1) == 0 && !maro_buf_cstr(&b) &&
+	    !strcmp((char *)b.p, "{\"event\":\"leave\",\"name\":\"w.1\"}\n"));
+	maro_buf_reset(&b);
+
+	/* the summary: two hosts, one pool; CPUs counted once per host */
+	entry(&cur[2], "pool.h", "pool", "g", 9);
+	snprintf(cur[2].info, sizeof cur[2].info, "jobs=2 running=1 restarts=0 gaveup=1");
+	CHECK(maro_view_status(&b, cur, 3, 1) == 0 && !maro_buf_cstr(&b));
+	CHECK(!strncmp((char *)b.p, "{\"hosts\":2,\"members\":3,\"cpus\":4,", 32));
+	CHECK(strstr((char *)b.p, "\"types\":{\"pool\":1,\"w\":1,\"worker\":1}") != NULL);
+	CHECK(strstr((char *)b.p, "\"jobs\":2,\"running\":1,\"restarts\":0,\"gaveup\":1}") != NULL);
+	maro_buf_reset(&b);
+	CHECK(maro_view_status(&b, cur, 3, 0) == 0 && !maro_buf_cstr(&b));
+	CHECK(!strncmp((char *)b.p, "hosts 2, members 3, CPUs 4\n", 27));
+	CHECK(strstr((char *)b.p, "\npool.h                    g                     2        1         0       1\n") != NULL);
+	maro_buf_free(&b);
+}
