@@ -219,10 +219,7 @@ main(int argc, char **argv)
 		m.reply_to = maro_str_c(b.rq.name);
 	else if (b.async && m.type == MARO_SESSION_TASK && !m.reply_to.p)
 		m.reply_to = maro_str_c(name);
-	m.destination = prefix ? maro_str_c(prefix) : (struct maro_str){ NULL, 0 };
 	snprintf(b.session, sizeof b.session, "%.*s", (int)m.session_id.n, m.session_id.p);
-	if (maro_msg_encode(&m, &enc) < 0)
-		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
 
 	b.ob = maro_outbox_new(b.c, NULL, on_ack, &b);
 	if (!b.ob)
@@ -231,7 +228,14 @@ main(int argc, char **argv)
 	maro_outbox_prompt(b.ob);
 	maro_tool_out_init(&b.out, cm.format);
 	for (i = 0; i < npeers; i++) {
-		/* the same bytes to every peer: encoded once */
+		/*
+		 * each peer's copy names it as destination: a replier that swaps
+		 * source and destination (maro-msg reply) answers under its own name
+		 */
+		m.destination = maro_str_c(peers[i].name);
+		enc.len = 0;
+		if (maro_msg_encode(&m, &enc) < 0)
+			maro_die(MARO_EXIT_SOFTWARE, "out of memory");
 		if (maro_outbox_put(b.ob, peers[i].name, enc.p, enc.len) < 0)
 			maro_die(MARO_EXIT_SOFTWARE, "cannot queue for '%s': %s", peers[i].name,
 			    strerror(errno));

@@ -356,6 +356,21 @@ live() { maro-peers -f json | grep -c "\"$1" || :; }
 	printf '%s\n' "${lines[@]}" | jq -e -s 'all(.payload == "pong from " + .source)'
 }
 
+@test "bcast: the README's worker, which replies without a name of its own, is heard: each copy names its peer" {
+	local i
+	for i in 1 2 3; do
+		bg 60 sh -c 'maro-recv -n "$1" -f json | jq -c --unbuffered ".payload |= . * 2" |
+			maro-msg reply -i json | maro-send' _ "worker.sh$i"
+	done
+	wait_until 10 live_is worker.sh 3
+	run -0 timeout 30 maro-bcast -P worker.sh -t double --json 21 -W 20s -f json
+	[ "$(jq -r '"\(.source) \(.payload)"' <<< "$output" | sort | tr '\n' ' ')" = "worker.sh1 42 worker.sh2 42 worker.sh3 42 " ]
+	# what --async writes: one copy per peer, its destination that peer
+	run -0 timeout 30 sh -c 'maro-bcast -n master -P worker.sh -t double --json 1 --async -W 20s | maro-msg -f json'
+	[ "$(jq -r .destination <<< "$output" | sort | tr '\n' ' ')" = "worker.sh1 worker.sh2 worker.sh3 " ]
+	[ "$(jq -r .session_id <<< "$output" | sort -u | wc -l)" -eq 1 ]
+}
+
 @test "bcast: a peer that never replies is named, exit 1" {
 	worker worker.1
 	mute worker.2
