@@ -100,6 +100,7 @@ main(int argc, char **argv)
 	test_transport();
 	test_child();
 	test_view();
+	test_jobs();
 	printf("unit: %d passed, %d failed\n", unit_passed, unit_failed);
 	return unit_failed ? 1 : 0;
 }

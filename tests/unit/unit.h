@@ -25,6 +25,7 @@ int hash_child(void);
 void test_transport(void);
 void test_child(void);
 void test_view(void);
+void test_jobs(void);
 
 /* Fixtures the bats suites run as "unit-tests NAME ARGS". */
 int fixture_hostile(const char *endpoint);
