@@ -62,7 +62,6 @@ static struct maro_cbor_limits limits;
 static struct maro_writer out;
 static struct maro_buf line;		/* one message in the output format */
 static uint64_t count;
-static struct maro_buf item;		/* the message of a JSON line */
 
 /* Reply mode: what replaces the envelope and the payload. */
 static int reply;
@@ -231,113 +230,39 @@ message(const uint8_t *p, size_t n, const char *where, uint64_t at, int offsets)
 	emit(p, n, where, at);
 }
 
+/* Every message of stdin, as a CBOR sequence or JSON lines. */
 static void
-read_cbor(void)
+read_input(enum maro_input_kind kind)
 {
-	struct maro_reader r;
+	struct maro_input in;
 	struct maro_err err;
 	const uint8_t *p;
-	uint64_t off;
+	uint64_t at;
 	size_t n;
 	int rc;
 
-	maro_reader_init(&r, STDIN_FILENO, &limits);
+	maro_input_init(&in, kind, STDIN_FILENO, &limits);
 	for (;;) {
-		rc = maro_reader_next(&r, &p, &n, &off, &err);
+		rc = maro_input_next(&in, &p, &n, &at, &err);
 		if (rc > 0) {
-			message(p, n, "byte offset", off, 1);
+			message(p, n, in.where, at, kind == MARO_INPUT_CBOR);
 			continue;
 		}
+		if (rc < 0 && errno == ENOMEM)
+			maro_die(MARO_EXIT_SOFTWARE, "out of memory");
 		if (rc < 0)
-			bad_input("byte offset", err.offset, "%s", err.msg);
-		if (r.eof)
+			bad_input(in.where, err.offset, "%s", err.msg);
+		if (in.eof)
 			break;
 		/* nothing complete is buffered: write out before waiting for more */
 		flush();
-		if (maro_reader_fill(&r) < 0)
+		if (maro_input_fill(&in) < 0) {
+			if (kind == MARO_INPUT_JSON && errno == ENOMEM)
+				maro_die(MARO_EXIT_SOFTWARE, "out of memory");
 			maro_die(MARO_EXIT_INCOMPLETE, "error reading standard input: %s", strerror(errno));
-	}
-	maro_reader_free(&r);
-}
-
-/* One line of -i json: a message object, converted without adding anything. */
-static void
-json_line(const char *s, size_t n, uint64_t lineno)
-{
-	struct maro_err err;
-	json_error_t je;
-	json_t *v;
-	int rc;
-
-	if (strspn(s, " \t\r") >= n)
-		return;
-	/* a repeated key is refused, as it is in a CBOR message */
-	v = json_loadb(s, n, MARO_JSON_LOAD_FLAGS, &je);
-	if (!v)
-		bad_input("line", lineno, "invalid JSON at column %d: %s", je.column, je.text);
-	if (!json_is_object(v)) {
-		json_decref(v);
-		bad_input("line", lineno, "not a JSON object (a message is an object)");
-	}
-	item.len = 0;
-	rc = maro_json_to_cbor(v, &item);
-	json_decref(v);
-	if (rc < 0 && errno == ELOOP)
-		bad_input("line", lineno, "nesting deeper than the limit");
-	if (rc < 0)
-		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
-	if (maro_cbor_check(item.p, item.len, &limits, &err) < 0)
-		bad_input("line", lineno, "%s", err.msg);
-	message(item.p, item.len, "line", lineno, 0);
-}
-
-static void
-read_json(void)
-{
-	struct maro_buf in = { 0 };
-	size_t start = 0, seen = 0;	/* the current line's first byte; bytes searched for its end */
-	/* JSON spends more bytes than CBOR, but not without end */
-	size_t max_line = (limits.max_item ? limits.max_item : MARO_CBOR_DEFAULT_MAX_ITEM) * 8;
-	uint64_t lineno = 0;
-	int eof = 0;
-
-	for (;;) {
-		uint8_t *nl = in.len > seen ? memchr(in.p + seen, '\n', in.len - seen) : NULL;
-		ssize_t n;
-
-		if (nl || (eof && start < in.len)) {
-			size_t end = nl ? (size_t)(nl - in.p) : in.len;
-
-			in.p[end] = '\0';	/* the newline, or the byte past the end buf keeps */
-			json_line((const char *)in.p + start, end - start, ++lineno);
-			start = seen = nl ? end + 1 : in.len;
-			continue;
 		}
-		if (eof)
-			break;
-		seen = in.len;
-		if (in.len - start > max_line)
-			bad_input("line", lineno + 1, "line longer than %zu bytes", max_line);
-		/* no complete line is buffered: write out before waiting for more */
-		flush();
-		if (start > 0) {
-			memmove(in.p, in.p + start, in.len - start);
-			in.len -= start;
-			seen -= start;
-			start = 0;
-		}
-		if (maro_buf_reserve(&in, 65536) < 0)
-			maro_die(MARO_EXIT_SOFTWARE, "out of memory");
-		do
-			n = read(STDIN_FILENO, in.p + in.len, in.cap - in.len - 1);
-		while (n < 0 && errno == EINTR);
-		if (n < 0)
-			maro_die(MARO_EXIT_INCOMPLETE, "error reading standard input: %s", strerror(errno));
-		if (n == 0)
-			eof = 1;
-		in.len += (size_t)n;
 	}
-	maro_buf_free(&in);
+	maro_input_free(&in);
 }
 
 /* Build mode: the messages the flags describe, each checked as a receiver would. */
@@ -533,10 +458,7 @@ main(int argc, char **argv)
 		if (!quiet && isatty(STDIN_FILENO))
 			maro_warn("reading %s from the terminal; end with ^D",
 			    json_in ? "JSON messages, one per line," : "a CBOR message stream");
-		if (json_in)
-			read_json();
-		else
-			read_cbor();
+		read_input(json_in ? MARO_INPUT_JSON : MARO_INPUT_CBOR);
 	}
 	flush();
 	if (check)
@@ -547,7 +469,6 @@ main(int argc, char **argv)
 		fclose(payloads);
 	maro_writer_free(&out);
 	maro_buf_free(&line);
-	maro_buf_free(&item);
 	maro_buf_free(&reply_item);
 	maro_buf_free(&reply_payload);
 	free(payloads_line);
