@@ -65,16 +65,9 @@ static uint64_t count;
 
 /* Reply mode: what replaces the envelope and the payload. */
 static int reply;
-static const char *reply_source, *reply_tag;
-static struct maro_buf reply_payload;	/* -d or --json: the same for every reply */
-static struct maro_buf reply_item;
-static int have_reply_payload;
-static FILE *payloads;			/* --payloads: one line per reply */
-static const char *payloads_path;
+static struct maro_reply rp;
+static const char *payloads_path;	/* --payloads */
 static int payloads_json;
-static uint64_t payloads_lineno;
-static char *payloads_line;
-static size_t payloads_cap;
 
 /* An argument that becomes a message's text must be UTF-8. */
 static const char *
@@ -133,81 +126,24 @@ emit(const uint8_t *p, size_t n, const char *where, uint64_t at)
 		write_error();
 }
 
-/* The payload of the next reply: the next line of --payloads. */
-static void
-next_payload(void)
+/* A request could not become its reply: say why, after what was written before it. */
+static noreturn void
+reply_failed(const struct maro_reply_err *e, const char *where, uint64_t at)
 {
-	char *buf;
-	ssize_t n;
-
-	errno = 0;
-	n = getline(&payloads_line, &payloads_cap, payloads);
-	buf = payloads_line;
-	if (n < 0) {
-		flush();
-		if (ferror(payloads))
-			maro_die(MARO_EXIT_INCOMPLETE, "error reading '%s': %s", payloads_path,
-			    strerror(errno));
-		maro_die(MARO_EXIT_DATAERR, "'%s' has %llu lines: no payload for request %llu",
-		    payloads_path, (unsigned long long)payloads_lineno, (unsigned long long)count);
-	}
-	payloads_lineno++;
-	if (n > 0 && buf[n - 1] == '\n')
-		buf[--n] = '\0';
-	reply_payload.len = 0;
-	if (payloads_json) {
-		json_error_t je;
-		json_t *v = json_loadb(buf, (size_t)n, MARO_JSON_LOAD_FLAGS, &je);
-
-		if (!v) {
-			flush();
-			maro_die(MARO_EXIT_DATAERR, "'%s' line %llu: invalid JSON at column %d: %s",
-			    payloads_path, (unsigned long long)payloads_lineno, je.column, je.text);
-		}
-		if (maro_json_to_cbor(v, &reply_payload) < 0) {
-			json_decref(v);
-			flush();
-			maro_die(MARO_EXIT_DATAERR, "'%s' line %llu: %s", payloads_path,
-			    (unsigned long long)payloads_lineno,
-			    errno == ELOOP ? "nesting deeper than the limit" : strerror(errno));
-		}
-		json_decref(v);
-	} else {
-		if (!maro_utf8_valid(buf, (size_t)n)) {
-			flush();
-			maro_die(MARO_EXIT_DATAERR, "'%s' line %llu: not valid UTF-8", payloads_path,
-			    (unsigned long long)payloads_lineno);
-		}
-		if (maro_buf_cbor_text(&reply_payload, buf, (size_t)n) < 0)
-			maro_die(MARO_EXIT_SOFTWARE, "out of memory");
-	}
-}
-
-/* A request becomes its reply in buf: the envelope from maro_msg_make_reply. */
-static void
-make_reply(struct maro_msg *m, struct maro_buf *buf, const char *where, uint64_t at)
-{
-	char id[MARO_UUID_LEN + 1];
-	struct maro_err err;
-
-	maro_msg_make_reply(m, reply_source, id);
-	if (reply_tag)
-		m->tag = maro_str_c(reply_tag);
-	if (payloads)
-		next_payload();
-	if (have_reply_payload || payloads) {
-		m->payload.p = reply_payload.p;
-		m->payload.n = reply_payload.len;
-	}
-	buf->len = 0;
-	if (maro_msg_encode(m, buf) < 0)
+	if (e->fault == MARO_REPLY_NOMEM)
 		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
-	/* a new payload may make it more than a receiver takes */
-	if (maro_cbor_check(buf->p, buf->len, &limits, &err) < 0) {
-		flush();
-		maro_die(MARO_EXIT_DATAERR, "the reply to the request at %s %llu would be refused: %s",
-		    where, (unsigned long long)at, err.msg);
-	}
+	flush();
+	if (e->fault == MARO_REPLY_IO)
+		maro_die(MARO_EXIT_INCOMPLETE, "error reading '%s': %s", payloads_path,
+		    strerror(e->errnum));
+	if (e->fault == MARO_REPLY_SHORT)
+		maro_die(MARO_EXIT_DATAERR, "'%s' has %llu lines: no payload for request %llu",
+		    payloads_path, (unsigned long long)e->line, (unsigned long long)count);
+	if (e->fault == MARO_REPLY_LINE)
+		maro_die(MARO_EXIT_DATAERR, "'%s' line %llu: %s", payloads_path,
+		    (unsigned long long)e->line, e->msg);
+	maro_die(MARO_EXIT_DATAERR, "the reply to the request at %s %llu would be refused: %s",
+	    where, (unsigned long long)at, e->msg);
 }
 
 /* One item read: a message, printed (or its reply), or a fault. */
@@ -216,17 +152,15 @@ message(const uint8_t *p, size_t n, const char *where, uint64_t at, int offsets)
 {
 	struct maro_msg m;
 	struct maro_err err;
+	struct maro_reply_err rerr;
 
 	if (maro_msg_decode(&m, p, n, &err) < 0)
 		bad_input(where, at + (offsets ? err.offset : 0), "%s", err.msg);
 	count++;
 	if (check)
 		return;
-	if (reply) {
-		make_reply(&m, &reply_item, where, at);
-		p = reply_item.p;
-		n = reply_item.len;
-	}
+	if (reply && maro_reply_make(&rp, &m, &p, &n, &rerr) < 0)
+		reply_failed(&rerr, where, at);
 	emit(p, n, where, at);
 }
 
@@ -293,51 +227,29 @@ build(const struct maro_build *b)
 	maro_buf_free(&seq);
 }
 
-/* A payload for every reply: refused at once if a message holding it would be. */
-static void
-check_reply_payload(void)
-{
-	struct maro_msg m = { .tag = { "", 0 } };
-	struct maro_buf msg = { 0 };
-	struct maro_err err;
-
-	m.payload.p = reply_payload.p;
-	m.payload.n = reply_payload.len;
-	if (maro_msg_encode(&m, &msg) < 0)
-		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
-	if (maro_cbor_check(msg.p, msg.len, &limits, &err) < 0)
-		maro_usage_error("the replies would be refused: %s", err.msg);
-	maro_buf_free(&msg);
-	have_reply_payload = 1;
-}
-
 /* Reply mode: the payload every reply gets (-d, --json), or the file of them. */
 static void
-reply_setup(const struct maro_build *b, const char *payloads_file)
+reply_setup(const struct maro_build *b)
 {
-	if (b->ndata) {
-		if (maro_buf_cbor_text(&reply_payload, b->data[0], strlen(b->data[0])) < 0)
-			maro_die(MARO_EXIT_SOFTWARE, "out of memory");
-		check_reply_payload();
-	} else if (b->json) {
-		json_error_t je;
-		json_t *v = json_loads(b->json, MARO_JSON_LOAD_FLAGS, &je);
+	struct maro_reply_err e;
+	int rc = 0;
 
-		if (!v)
-			maro_usage_error("invalid JSON payload (line %d, column %d): %s", je.line,
-			    je.column, je.text);
-		if (maro_json_to_cbor(v, &reply_payload) < 0)
-			maro_usage_error("cannot encode the JSON payload: %s",
-			    errno == ELOOP ? "nesting deeper than the limit" : strerror(errno));
-		json_decref(v);
-		check_reply_payload();
-	} else if (payloads_file) {
-		payloads_path = payloads_file;
-		payloads = fopen(payloads_file, "r");
-		if (!payloads)
-			maro_die(MARO_EXIT_INCOMPLETE, "cannot open '%s': %s", payloads_file,
-			    strerror(errno));
-	}
+	maro_reply_init(&rp, b->source, b->tag, &limits);
+	if (b->ndata)
+		rc = maro_reply_set_text(&rp, b->data[0], &e);
+	else if (b->json)
+		rc = maro_reply_set_json(&rp, b->json, &e);
+	else if (payloads_path)
+		rc = maro_reply_open(&rp, payloads_path, payloads_json, &e);
+	if (rc == 0)
+		return;
+	if (e.fault == MARO_REPLY_NOMEM)
+		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+	if (e.fault == MARO_REPLY_IO)
+		maro_die(MARO_EXIT_INCOMPLETE, "cannot open '%s': %s", payloads_path, strerror(e.errnum));
+	if (e.fault == MARO_REPLY_REFUSED)
+		maro_usage_error("the replies would be refused: %s", e.msg);
+	maro_usage_error("%s", e.msg);
 }
 
 struct args {
@@ -387,7 +299,7 @@ main(int argc, char **argv)
 	struct maro_common cm;
 	struct maro_build b = { 0 };
 	struct args a = { &b, NULL, NULL, 0, 0, 0 };
-	const char *payloads_file, *input, *env;
+	const char *input, *env;
 	int quiet, fmt_set, json_in, njson, type_set;
 
 	maro_cli_init(argv[0]);
@@ -400,7 +312,7 @@ main(int argc, char **argv)
 	}
 	maro_common_init(&cm);
 	optind = maro_opt_parse(&tool, &cm, argc, argv, own, &a);
-	payloads_file = a.payloads_file;
+	payloads_path = a.payloads_file;
 	input = a.input;
 	fmt_set = a.fmt_set;
 	njson = a.njson;
@@ -430,11 +342,11 @@ main(int argc, char **argv)
 		maro_usage_error("reply: no -p, --task or --notification (the request decides)");
 	if (reply && b.ndata > 1)
 		maro_usage_error("reply takes one -d");
-	if (reply && payloads_file && (b.ndata || b.json))
+	if (reply && payloads_path && (b.ndata || b.json))
 		maro_usage_error("one payload source: -d, --json or --payloads");
-	if (!reply && payloads_file)
+	if (!reply && payloads_path)
 		maro_usage_error("--payloads goes with reply");
-	if (payloads_json && !payloads_file)
+	if (payloads_json && !payloads_path)
 		maro_usage_error("--payloads-json goes with --payloads");
 	if (check && reply)
 		maro_usage_error("--check reads messages: no reply");
@@ -450,11 +362,8 @@ main(int argc, char **argv)
 	if (b.tag && !reply) {
 		build(&b);
 	} else {
-		if (reply) {
-			reply_source = b.source;
-			reply_tag = b.tag;
-			reply_setup(&b, payloads_file);
-		}
+		if (reply)
+			reply_setup(&b);
 		if (!quiet && isatty(STDIN_FILENO))
 			maro_warn("reading %s from the terminal; end with ^D",
 			    json_in ? "JSON messages, one per line," : "a CBOR message stream");
@@ -465,13 +374,10 @@ main(int argc, char **argv)
 		maro_info("%llu message%s ok", (unsigned long long)count, count == 1 ? "" : "s");
 	else
 		maro_info("%llu message%s written", (unsigned long long)count, count == 1 ? "" : "s");
-	if (payloads)
-		fclose(payloads);
+	if (reply)
+		maro_reply_free(&rp);
 	maro_writer_free(&out);
 	maro_buf_free(&line);
-	maro_buf_free(&reply_item);
-	maro_buf_free(&reply_payload);
-	free(payloads_line);
 	free(b.data);
 	free(b.dests);
 	return MARO_EXIT_OK;

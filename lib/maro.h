@@ -17,6 +17,7 @@
 #include "opt.h"
 #include "outbox.h"
 #include "registry.h"
+#include "reply.h"
 #include "route.h"
 #include "session.h"
 #include "strset.h"
