@@ -62,20 +62,12 @@ static struct maro_cbor_limits limits;
 static struct maro_writer out;
 static struct maro_buf line;		/* one message in the output format */
 static uint64_t count;
-static struct maro_buf item;		/* the message of a JSON line */
 
 /* Reply mode: what replaces the envelope and the payload. */
 static int reply;
-static const char *reply_source, *reply_tag;
-static struct maro_buf reply_payload;	/* -d or --json: the same for every reply */
-static struct maro_buf reply_item;
-static int have_reply_payload;
-static FILE *payloads;			/* --payloads: one line per reply */
-static const char *payloads_path;
+static struct maro_reply rp;
+static const char *payloads_path;	/* --payloads */
 static int payloads_json;
-static uint64_t payloads_lineno;
-static char *payloads_line;
-static size_t payloads_cap;
 
 /* An argument that becomes a message's text must be UTF-8. */
 static const char *
@@ -134,81 +126,24 @@ emit(const uint8_t *p, size_t n, const char *where, uint64_t at)
 		write_error();
 }
 
-/* The payload of the next reply: the next line of --payloads. */
-static void
-next_payload(void)
+/* A request could not become its reply: say why, after what was written before it. */
+static noreturn void
+reply_failed(const struct maro_reply_err *e, const char *where, uint64_t at)
 {
-	char *buf;
-	ssize_t n;
-
-	errno = 0;
-	n = getline(&payloads_line, &payloads_cap, payloads);
-	buf = payloads_line;
-	if (n < 0) {
-		flush();
-		if (ferror(payloads))
-			maro_die(MARO_EXIT_INCOMPLETE, "error reading '%s': %s", payloads_path,
-			    strerror(errno));
-		maro_die(MARO_EXIT_DATAERR, "'%s' has %llu lines: no payload for request %llu",
-		    payloads_path, (unsigned long long)payloads_lineno, (unsigned long long)count);
-	}
-	payloads_lineno++;
-	if (n > 0 && buf[n - 1] == '\n')
-		buf[--n] = '\0';
-	reply_payload.len = 0;
-	if (payloads_json) {
-		json_error_t je;
-		json_t *v = json_loadb(buf, (size_t)n, MARO_JSON_LOAD_FLAGS, &je);
-
-		if (!v) {
-			flush();
-			maro_die(MARO_EXIT_DATAERR, "'%s' line %llu: invalid JSON at column %d: %s",
-			    payloads_path, (unsigned long long)payloads_lineno, je.column, je.text);
-		}
-		if (maro_json_to_cbor(v, &reply_payload) < 0) {
-			json_decref(v);
-			flush();
-			maro_die(MARO_EXIT_DATAERR, "'%s' line %llu: %s", payloads_path,
-			    (unsigned long long)payloads_lineno,
-			    errno == ELOOP ? "nesting deeper than the limit" : strerror(errno));
-		}
-		json_decref(v);
-	} else {
-		if (!maro_utf8_valid(buf, (size_t)n)) {
-			flush();
-			maro_die(MARO_EXIT_DATAERR, "'%s' line %llu: not valid UTF-8", payloads_path,
-			    (unsigned long long)payloads_lineno);
-		}
-		if (maro_buf_cbor_text(&reply_payload, buf, (size_t)n) < 0)
-			maro_die(MARO_EXIT_SOFTWARE, "out of memory");
-	}
-}
-
-/* A request becomes its reply in buf: the envelope from maro_msg_make_reply. */
-static void
-make_reply(struct maro_msg *m, struct maro_buf *buf, const char *where, uint64_t at)
-{
-	char id[MARO_UUID_LEN + 1];
-	struct maro_err err;
-
-	maro_msg_make_reply(m, reply_source, id);
-	if (reply_tag)
-		m->tag = maro_str_c(reply_tag);
-	if (payloads)
-		next_payload();
-	if (have_reply_payload || payloads) {
-		m->payload.p = reply_payload.p;
-		m->payload.n = reply_payload.len;
-	}
-	buf->len = 0;
-	if (maro_msg_encode(m, buf) < 0)
+	if (e->fault == MARO_REPLY_NOMEM)
 		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
-	/* a new payload may make it more than a receiver takes */
-	if (maro_cbor_check(buf->p, buf->len, &limits, &err) < 0) {
-		flush();
-		maro_die(MARO_EXIT_DATAERR, "the reply to the request at %s %llu would be refused: %s",
-		    where, (unsigned long long)at, err.msg);
-	}
+	flush();
+	if (e->fault == MARO_REPLY_IO)
+		maro_die(MARO_EXIT_INCOMPLETE, "error reading '%s': %s", payloads_path,
+		    strerror(e->errnum));
+	if (e->fault == MARO_REPLY_SHORT)
+		maro_die(MARO_EXIT_DATAERR, "'%s' has %llu lines: no payload for request %llu",
+		    payloads_path, (unsigned long long)e->line, (unsigned long long)count);
+	if (e->fault == MARO_REPLY_LINE)
+		maro_die(MARO_EXIT_DATAERR, "'%s' line %llu: %s", payloads_path,
+		    (unsigned long long)e->line, e->msg);
+	maro_die(MARO_EXIT_DATAERR, "the reply to the request at %s %llu would be refused: %s",
+	    where, (unsigned long long)at, e->msg);
 }
 
 /* One item read: a message, printed (or its reply), or a fault. */
@@ -217,127 +152,51 @@ message(const uint8_t *p, size_t n, const char *where, uint64_t at, int offsets)
 {
 	struct maro_msg m;
 	struct maro_err err;
+	struct maro_reply_err rerr;
 
 	if (maro_msg_decode(&m, p, n, &err) < 0)
 		bad_input(where, at + (offsets ? err.offset : 0), "%s", err.msg);
 	count++;
 	if (check)
 		return;
-	if (reply) {
-		make_reply(&m, &reply_item, where, at);
-		p = reply_item.p;
-		n = reply_item.len;
-	}
+	if (reply && maro_reply_make(&rp, &m, &p, &n, &rerr) < 0)
+		reply_failed(&rerr, where, at);
 	emit(p, n, where, at);
 }
 
+/* Every message of stdin, as a CBOR sequence or JSON lines. */
 static void
-read_cbor(void)
+read_input(enum maro_input_kind kind)
 {
-	struct maro_reader r;
+	struct maro_input in;
 	struct maro_err err;
 	const uint8_t *p;
-	uint64_t off;
+	uint64_t at;
 	size_t n;
 	int rc;
 
-	maro_reader_init(&r, STDIN_FILENO, &limits);
+	maro_input_init(&in, kind, STDIN_FILENO, &limits);
 	for (;;) {
-		rc = maro_reader_next(&r, &p, &n, &off, &err);
+		rc = maro_input_next(&in, &p, &n, &at, &err);
 		if (rc > 0) {
-			message(p, n, "byte offset", off, 1);
+			message(p, n, in.where, at, kind == MARO_INPUT_CBOR);
 			continue;
 		}
+		if (rc < 0 && errno == ENOMEM)
+			maro_die(MARO_EXIT_SOFTWARE, "out of memory");
 		if (rc < 0)
-			bad_input("byte offset", err.offset, "%s", err.msg);
-		if (r.eof)
+			bad_input(in.where, err.offset, "%s", err.msg);
+		if (in.eof)
 			break;
 		/* nothing complete is buffered: write out before waiting for more */
 		flush();
-		if (maro_reader_fill(&r) < 0)
+		if (maro_input_fill(&in) < 0) {
+			if (kind == MARO_INPUT_JSON && errno == ENOMEM)
+				maro_die(MARO_EXIT_SOFTWARE, "out of memory");
 			maro_die(MARO_EXIT_INCOMPLETE, "error reading standard input: %s", strerror(errno));
-	}
-	maro_reader_free(&r);
-}
-
-/* One line of -i json: a message object, converted without adding anything. */
-static void
-json_line(const char *s, size_t n, uint64_t lineno)
-{
-	struct maro_err err;
-	json_error_t je;
-	json_t *v;
-	int rc;
-
-	if (strspn(s, " \t\r") >= n)
-		return;
-	/* a repeated key is refused, as it is in a CBOR message */
-	v = json_loadb(s, n, MARO_JSON_LOAD_FLAGS, &je);
-	if (!v)
-		bad_input("line", lineno, "invalid JSON at column %d: %s", je.column, je.text);
-	if (!json_is_object(v)) {
-		json_decref(v);
-		bad_input("line", lineno, "not a JSON object (a message is an object)");
-	}
-	item.len = 0;
-	rc = maro_json_to_cbor(v, &item);
-	json_decref(v);
-	if (rc < 0 && errno == ELOOP)
-		bad_input("line", lineno, "nesting deeper than the limit");
-	if (rc < 0)
-		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
-	if (maro_cbor_check(item.p, item.len, &limits, &err) < 0)
-		bad_input("line", lineno, "%s", err.msg);
-	message(item.p, item.len, "line", lineno, 0);
-}
-
-static void
-read_json(void)
-{
-	struct maro_buf in = { 0 };
-	size_t start = 0, seen = 0;	/* the current line's first byte; bytes searched for its end */
-	/* JSON spends more bytes than CBOR, but not without end */
-	size_t max_line = (limits.max_item ? limits.max_item : MARO_CBOR_DEFAULT_MAX_ITEM) * 8;
-	uint64_t lineno = 0;
-	int eof = 0;
-
-	for (;;) {
-		uint8_t *nl = in.len > seen ? memchr(in.p + seen, '\n', in.len - seen) : NULL;
-		ssize_t n;
-
-		if (nl || (eof && start < in.len)) {
-			size_t end = nl ? (size_t)(nl - in.p) : in.len;
-
-			in.p[end] = '\0';	/* the newline, or the byte past the end buf keeps */
-			json_line((const char *)in.p + start, end - start, ++lineno);
-			start = seen = nl ? end + 1 : in.len;
-			continue;
 		}
-		if (eof)
-			break;
-		seen = in.len;
-		if (in.len - start > max_line)
-			bad_input("line", lineno + 1, "line longer than %zu bytes", max_line);
-		/* no complete line is buffered: write out before waiting for more */
-		flush();
-		if (start > 0) {
-			memmove(in.p, in.p + start, in.len - start);
-			in.len -= start;
-			seen -= start;
-			start = 0;
-		}
-		if (maro_buf_reserve(&in, 65536) < 0)
-			maro_die(MARO_EXIT_SOFTWARE, "out of memory");
-		do
-			n = read(STDIN_FILENO, in.p + in.len, in.cap - in.len - 1);
-		while (n < 0 && errno == EINTR);
-		if (n < 0)
-			maro_die(MARO_EXIT_INCOMPLETE, "error reading standard input: %s", strerror(errno));
-		if (n == 0)
-			eof = 1;
-		in.len += (size_t)n;
 	}
-	maro_buf_free(&in);
+	maro_input_free(&in);
 }
 
 /* Build mode: the messages the flags describe, each checked as a receiver would. */
@@ -368,51 +227,29 @@ build(const struct maro_build *b)
 	maro_buf_free(&seq);
 }
 
-/* A payload for every reply: refused at once if a message holding it would be. */
-static void
-check_reply_payload(void)
-{
-	struct maro_msg m = { .tag = { "", 0 } };
-	struct maro_buf msg = { 0 };
-	struct maro_err err;
-
-	m.payload.p = reply_payload.p;
-	m.payload.n = reply_payload.len;
-	if (maro_msg_encode(&m, &msg) < 0)
-		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
-	if (maro_cbor_check(msg.p, msg.len, &limits, &err) < 0)
-		maro_usage_error("the replies would be refused: %s", err.msg);
-	maro_buf_free(&msg);
-	have_reply_payload = 1;
-}
-
 /* Reply mode: the payload every reply gets (-d, --json), or the file of them. */
 static void
-reply_setup(const struct maro_build *b, const char *payloads_file)
+reply_setup(const struct maro_build *b)
 {
-	if (b->ndata) {
-		if (maro_buf_cbor_text(&reply_payload, b->data[0], strlen(b->data[0])) < 0)
-			maro_die(MARO_EXIT_SOFTWARE, "out of memory");
-		check_reply_payload();
-	} else if (b->json) {
-		json_error_t je;
-		json_t *v = json_loads(b->json, MARO_JSON_LOAD_FLAGS, &je);
+	struct maro_reply_err e;
+	int rc = 0;
 
-		if (!v)
-			maro_usage_error("invalid JSON payload (line %d, column %d): %s", je.line,
-			    je.column, je.text);
-		if (maro_json_to_cbor(v, &reply_payload) < 0)
-			maro_usage_error("cannot encode the JSON payload: %s",
-			    errno == ELOOP ? "nesting deeper than the limit" : strerror(errno));
-		json_decref(v);
-		check_reply_payload();
-	} else if (payloads_file) {
-		payloads_path = payloads_file;
-		payloads = fopen(payloads_file, "r");
-		if (!payloads)
-			maro_die(MARO_EXIT_INCOMPLETE, "cannot open '%s': %s", payloads_file,
-			    strerror(errno));
-	}
+	maro_reply_init(&rp, b->source, b->tag, &limits);
+	if (b->ndata)
+		rc = maro_reply_set_text(&rp, b->data[0], &e);
+	else if (b->json)
+		rc = maro_reply_set_json(&rp, b->json, &e);
+	else if (payloads_path)
+		rc = maro_reply_open(&rp, payloads_path, payloads_json, &e);
+	if (rc == 0)
+		return;
+	if (e.fault == MARO_REPLY_NOMEM)
+		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+	if (e.fault == MARO_REPLY_IO)
+		maro_die(MARO_EXIT_INCOMPLETE, "cannot open '%s': %s", payloads_path, strerror(e.errnum));
+	if (e.fault == MARO_REPLY_REFUSED)
+		maro_usage_error("the replies would be refused: %s", e.msg);
+	maro_usage_error("%s", e.msg);
 }
 
 struct args {
@@ -462,7 +299,7 @@ main(int argc, char **argv)
 	struct maro_common cm;
 	struct maro_build b = { 0 };
 	struct args a = { &b, NULL, NULL, 0, 0, 0 };
-	const char *payloads_file, *input, *env;
+	const char *input, *env;
 	int quiet, fmt_set, json_in, njson, type_set;
 
 	maro_cli_init(argv[0]);
@@ -475,7 +312,7 @@ main(int argc, char **argv)
 	}
 	maro_common_init(&cm);
 	optind = maro_opt_parse(&tool, &cm, argc, argv, own, &a);
-	payloads_file = a.payloads_file;
+	payloads_path = a.payloads_file;
 	input = a.input;
 	fmt_set = a.fmt_set;
 	njson = a.njson;
@@ -505,11 +342,11 @@ main(int argc, char **argv)
 		maro_usage_error("reply: no -p, --task or --notification (the request decides)");
 	if (reply && b.ndata > 1)
 		maro_usage_error("reply takes one -d");
-	if (reply && payloads_file && (b.ndata || b.json))
+	if (reply && payloads_path && (b.ndata || b.json))
 		maro_usage_error("one payload source: -d, --json or --payloads");
-	if (!reply && payloads_file)
+	if (!reply && payloads_path)
 		maro_usage_error("--payloads goes with reply");
-	if (payloads_json && !payloads_file)
+	if (payloads_json && !payloads_path)
 		maro_usage_error("--payloads-json goes with --payloads");
 	if (check && reply)
 		maro_usage_error("--check reads messages: no reply");
@@ -525,32 +362,22 @@ main(int argc, char **argv)
 	if (b.tag && !reply) {
 		build(&b);
 	} else {
-		if (reply) {
-			reply_source = b.source;
-			reply_tag = b.tag;
-			reply_setup(&b, payloads_file);
-		}
+		if (reply)
+			reply_setup(&b);
 		if (!quiet && isatty(STDIN_FILENO))
 			maro_warn("reading %s from the terminal; end with ^D",
 			    json_in ? "JSON messages, one per line," : "a CBOR message stream");
-		if (json_in)
-			read_json();
-		else
-			read_cbor();
+		read_input(json_in ? MARO_INPUT_JSON : MARO_INPUT_CBOR);
 	}
 	flush();
 	if (check)
 		maro_info("%llu message%s ok", (unsigned long long)count, count == 1 ? "" : "s");
 	else
 		maro_info("%llu message%s written", (unsigned long long)count, count == 1 ? "" : "s");
-	if (payloads)
-		fclose(payloads);
+	if (reply)
+		maro_reply_free(&rp);
 	maro_writer_free(&out);
 	maro_buf_free(&line);
-	maro_buf_free(&item);
-	maro_buf_free(&reply_item);
-	maro_buf_free(&reply_payload);
-	free(payloads_line);
 	free(b.data);
 	free(b.dests);
 	return MARO_EXIT_OK;

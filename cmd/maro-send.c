@@ -57,9 +57,6 @@ struct sender {
 	char **peers;
 	size_t npeers;
 	struct maro_tool_out out;
-	/* encoded messages waiting for room in their destination's window */
-	struct maro_buf staged;
-	size_t staged_at;
 	uint64_t delivered, failed, replies_got, reported;
 };
 
@@ -118,68 +115,22 @@ missing_one(void *arg, const char *key, size_t len, unsigned count)
 }
 
 static void
-open_replies(struct sender *s, const char *owner)
-{
-	char errbuf[512];
-
-	if (maro_requester_open(&s->rq, s->c, owner, errbuf, sizeof errbuf) < 0)
-		maro_die(MARO_EXIT_UNAVAILABLE, "cannot open a reply inbox: %s", errbuf);
-}
-
-/*
- * Queues one copy of m for dest: encoded straight into the outbox when
- * nothing waits before it, else staged, encoded in place: [name NUL][u32
- * length][message].
- */
-static void
 stage(struct sender *s, const char *dest, const struct maro_msg *m)
 {
-	size_t at, dl;
-	uint32_t len = 0;
-	uint8_t *q;
-
-	if (s->staged.len == 0) {
-		q = maro_outbox_begin(s->ob, dest, maro_msg_encoded_max(m));
-		if (q) {
-			maro_outbox_commit(s->ob, maro_msg_encode_into(m, q));
-			return;
-		}
-		if (errno != EAGAIN)
-			maro_die(MARO_EXIT_SOFTWARE, "cannot queue a message for '%s': %s", dest,
-			    strerror(errno));
-	}
-
-	dl = strlen(dest) + 1;
-	if (maro_buf_append(&s->staged, dest, dl) < 0 ||
-	    maro_buf_append(&s->staged, &len, sizeof len) < 0)
-		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
-	at = s->staged.len;
-	if (maro_msg_encode(m, &s->staged) < 0)
-		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
-	len = (uint32_t)(s->staged.len - at);
-	memcpy(s->staged.p + at - sizeof len, &len, sizeof len);
+	if (maro_outbox_stage(s->ob, dest, m) < 0)
+		maro_die(MARO_EXIT_SOFTWARE, "cannot queue a message for '%s': %s", dest, strerror(errno));
 }
 
-/* Puts staged copies into the outbox until a window is full.  1 when all went. */
+/* Puts staged messages into the outbox until a window is full.  1 when all went. */
 static int
 flush_staged(struct sender *s)
 {
-	while (s->staged_at < s->staged.len) {
-		const char *dest = (const char *)s->staged.p + s->staged_at;
-		size_t dl = strlen(dest) + 1;
-		uint32_t len;
+	char dest[MARO_NAME_MAX + 1];
+	int rc = maro_outbox_flush(s->ob, dest);
 
-		memcpy(&len, s->staged.p + s->staged_at + dl, sizeof len);
-		if (maro_outbox_put(s->ob, dest, s->staged.p + s->staged_at + dl + sizeof len, len) < 0) {
-			if (errno == EAGAIN)
-				return 0;
-			maro_die(MARO_EXIT_SOFTWARE, "cannot queue a message for '%s': %s", dest,
-			    strerror(errno));
-		}
-		s->staged_at += dl + sizeof len + len;
-	}
-	s->staged.len = s->staged_at = 0;
-	return 1;
+	if (rc < 0)
+		maro_die(MARO_EXIT_SOFTWARE, "cannot queue a message for '%s': %s", dest, strerror(errno));
+	return rc;
 }
 
 /* MARO_MAX_PENDING sessions await replies: read no more input until some come. */
@@ -208,10 +159,12 @@ take(struct sender *s, const uint8_t *p, size_t n, struct maro_err *err)
 	if (request && !m.reply_to.p) {
 		if (!s->async) {
 			if (!s->rq.inbox) {
-				char *src = m.source.p ? maro_str_dup(m.source) : NULL;
+				char *src = m.source.p ? maro_str_dup(m.source) : NULL, why[512];
 
 				/* the reply inbox carries its owner's name: ~NAME.xxxxxxxx */
-				open_replies(s, src && maro_name_valid(src) ? src : s->name);
+				if (maro_requester_open(&s->rq, s->c, src && maro_name_valid(src) ? src : s->name,
+				    why, sizeof why) < 0)
+					maro_die(MARO_EXIT_UNAVAILABLE, "cannot open a reply inbox: %s", why);
 				free(src);
 			}
 			m.reply_to = maro_str_c(s->rq.name);
@@ -222,25 +175,8 @@ take(struct sender *s, const uint8_t *p, size_t n, struct maro_err *err)
 		}
 	}
 	if (!ntargets) {
-		struct maro_str to = !request && m.reply_to.p ? m.reply_to : m.destination;
-
-		if (!to.p) {
-			snprintf(err->msg, sizeof err->msg, "message has no destination (use -p PEER)");
-			err->offset = 0;
+		if (maro_route_of(&m, route, err) < 0)
 			return -1;
-		}
-		if (to.n > MARO_NAME_MAX) {
-			snprintf(err->msg, sizeof err->msg, "destination longer than %d bytes", MARO_NAME_MAX);
-			err->offset = 0;
-			return -1;
-		}
-		memcpy(route, to.p, to.n);
-		route[to.n] = '\0';
-		if (!maro_name_valid(route)) {
-			snprintf(err->msg, sizeof err->msg, "invalid destination '%s'", route);
-			err->offset = 0;
-			return -1;
-		}
 		one[0] = route;
 		targets = one;
 		ntargets = 1;
@@ -277,30 +213,14 @@ resolve_prefix(struct sender *s, const char *prefix)
 	free(v);
 }
 
-/* Length of the next message built from flags (they are well-formed: we made them). */
-static size_t
-next_built(const uint8_t *p, size_t n)
-{
-	static struct maro_cbor_scan sc;
-	struct maro_err err;
-	size_t len = n;
-
-	maro_cbor_scan_init(&sc, NULL);
-	maro_cbor_scan(&sc, p, n, &len, &err);
-	return len;
-}
-
 static void
 drain_replies(struct sender *s)
 {
 	struct maro_delivery d;
 
 	while (maro_requester_next(&s->rq, &d) == 1) {
-		char src[MARO_NAME_MAX + 1];
-
 		/* a reply proves its request arrived, acknowledged or not */
-		snprintf(src, sizeof src, "%.*s", (int)d.msg.source.n, d.msg.source.p ? d.msg.source.p : "");
-		maro_outbox_settle(s->ob, src, d.msg.session_id);
+		maro_outbox_settle_reply(s->ob, &d.msg);
 		maro_tool_out_put(&s->out, d.p, d.n);
 		if (s->out.error)
 			return;
@@ -339,20 +259,18 @@ main(int argc, char **argv)
 	struct sender s = { 0 };
 	struct maro_build b = { 0 };
 	struct args a = { &s, &b, 0 };
-	struct maro_reader r;
+	struct maro_input in;
 	struct maro_buf built = { 0 };
-	size_t built_at = 0;
 	const char *prefix;
 	char errbuf[512];
 	int64_t deadline, next_hb, now;
-	int status = MARO_EXIT_OK, input_done = 0, input_status = 0, from_flags;
+	int status = MARO_EXIT_OK, input_done = 0, input_status = 0;
 	char input_error[300] = "";
 
 	maro_cli_init(argv[0]);
-	memset(&r, 0, sizeof r);
+	memset(&in, 0, sizeof in);
 	maro_common_init(&cm);
 	maro_opt_parse(&tool, &cm, argc, argv, own, &a);
-	from_flags = a.from_flags;
 	s.name = cm.name;
 	s.quiet = cm.quiet;
 	prefix = cm.prefix;
@@ -365,7 +283,7 @@ main(int argc, char **argv)
 	for (size_t i = 0; i < s.npeers; i++)
 		if (!maro_name_valid(s.peers[i]))
 			maro_usage_error("invalid peer name '%s'", s.peers[i]);
-	if (from_flags) {
+	if (a.from_flags) {
 		b.source = s.name;
 		if (maro_build_messages(&b, &built, errbuf, sizeof errbuf) < 0)
 			maro_usage_error("%s", errbuf);
@@ -382,7 +300,10 @@ main(int argc, char **argv)
 	if (!s.ob)
 		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
 	maro_tool_out_init(&s.out, cm.format);
-	maro_reader_init(&r, STDIN_FILENO, &s.c->limits);
+	if (a.from_flags)
+		maro_input_init_mem(&in, built.p, built.len);
+	else
+		maro_input_init(&in, MARO_INPUT_CBOR, STDIN_FILENO, &s.c->limits);
 	next_hb = maro_tool_next_beat(s.c, maro_now_us());
 
 	for (;;) {
@@ -401,25 +322,13 @@ main(int argc, char **argv)
 			struct maro_err err;
 			int rc;
 
-			if (from_flags) {
-				if (built_at == built.len) {
-					input_done = 1;
-					break;
-				}
-				n = next_built(built.p + built_at, built.len - built_at);
-				p = built.p + built_at;
-				built_at += n;
-				off = 0;
-				rc = 1;
-			} else {
-				rc = maro_reader_next(&r, &p, &n, &off, &err);
-				if (rc == 0 && r.eof) {
-					input_done = 1;
-					break;
-				}
-				if (rc == 0)
-					break;
+			rc = maro_input_next(&in, &p, &n, &off, &err);
+			if (rc == 0 && in.eof) {
+				input_done = 1;
+				break;
 			}
+			if (rc == 0)
+				break;
 			if (rc < 0 || take(&s, p, n, &err) < 0) {
 				if (rc >= 0)
 					err.offset += off;
@@ -432,7 +341,7 @@ main(int argc, char **argv)
 			}
 		}
 		/* all sent: what is left is waiting for acks, which receivers then send at once */
-		if (input_done && s.staged.len == 0)
+		if (input_done && maro_outbox_staged(s.ob) == 0)
 			maro_outbox_prompt(s.ob);
 		maro_outbox_run(s.ob);
 		maro_cli_report_outbox(s.ob);
@@ -443,16 +352,16 @@ main(int argc, char **argv)
 		 * flight: then nothing more will come to wake the poll, and
 		 * what waits staged must go now
 		 */
-		again = s.staged.len && flush_staged(&s);
+		again = maro_outbox_staged(s.ob) && flush_staged(&s);
 		if ((status = maro_tool_out_flush(&s.out)) != 0)
 			goto out;
 		if (s.rq.inbox)
 			maro_inbox_flush(s.rq.inbox);
-		if (input_done && s.staged.len == 0 && maro_outbox_pending(s.ob) == 0 &&
+		if (input_done && maro_outbox_staged(s.ob) == 0 && maro_outbox_pending(s.ob) == 0 &&
 		    maro_requester_owed(&s.rq) == 0)
 			break;
 		/* --no-wait: each message went once to its peer's connection */
-		if (s.no_wait && input_done && s.staged.len == 0 && maro_outbox_unsent(s.ob) == 0)
+		if (s.no_wait && input_done && maro_outbox_staged(s.ob) == 0 && maro_outbox_unsent(s.ob) == 0)
 			break;
 		if ((status = maro_tool_stop(deadline)) != 0)
 			break;
@@ -461,7 +370,7 @@ main(int argc, char **argv)
 			maro_registry_heartbeat(s.c->reg);
 			next_hb = maro_tool_next_beat(s.c, now);
 		}
-		if (!input_done && !from_flags && s.staged.len == 0 && !too_many_owed(&s)) {
+		if (!input_done && !a.from_flags && maro_outbox_staged(s.ob) == 0 && !too_many_owed(&s)) {
 			stdin_at = nitems;
 			items[nitems++] = (zmq_pollitem_t){ NULL, STDIN_FILENO, ZMQ_POLLIN, 0 };
 		}
@@ -479,7 +388,7 @@ main(int argc, char **argv)
 		if (maro_poll(s.c, items, nitems, ms) < 0 && errno != EINTR)
 			maro_die(MARO_EXIT_SOFTWARE, "poll: %s", zmq_strerror(errno));
 		if (stdin_at >= 0 && (items[stdin_at].revents & (ZMQ_POLLIN | ZMQ_POLLERR))) {
-			if (maro_reader_fill(&r) < 0 && errno != EAGAIN && errno != EINTR) {
+			if (maro_input_fill(&in) < 0 && errno != EAGAIN && errno != EINTR) {
 				snprintf(input_error, sizeof input_error, "error reading standard input: %s",
 				    strerror(errno));
 				input_status = MARO_EXIT_SOFTWARE;
@@ -493,7 +402,7 @@ main(int argc, char **argv)
 
 		if (!s.quiet)
 			maro_warn("timed out: %zu message%s not sent%s", unsent, unsent == 1 ? "" : "s",
-			    s.staged.len || !input_done ? ", and more not read" : "");
+			    maro_outbox_staged(s.ob) || !input_done ? ", and more not read" : "");
 		/* some went: incomplete; none: a timeout */
 		if (s.delivered || maro_outbox_pending(s.ob) > unsent)
 			status = MARO_EXIT_INCOMPLETE;
@@ -529,8 +438,7 @@ out:
 	maro_requester_close(&s.rq);
 	maro_ctx_close(s.c);
 	maro_tool_out_free(&s.out);
-	maro_reader_free(&r);
-	maro_buf_free(&s.staged);
+	maro_input_free(&in);
 	maro_buf_free(&built);
 	if (prefix)
 		for (size_t i = 0; i < s.npeers; i++)

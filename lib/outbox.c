@@ -110,6 +110,10 @@ struct maro_outbox {
 	int conn_err;
 	char conn_err_name[MARO_NAME_MAX + 1];
 	int linger_ms;		/* what the sockets get at maro_outbox_free to send what they hold */
+	/* messages waiting for room in their window, each [name NUL][u32 length][message] */
+	struct maro_buf staged;
+	size_t staged_at;	/* the oldest of them */
+	size_t nstaged;
 };
 
 static uint64_t
@@ -187,6 +191,7 @@ maro_outbox_free(struct maro_outbox *ob)
 		dest_free(ob, ob->dests[i]);
 	free(ob->dests);
 	maro_strset_free(&ob->by_name);
+	maro_buf_free(&ob->staged);
 	free(ob);
 }
 
@@ -348,6 +353,63 @@ maro_outbox_put(struct maro_outbox *ob, const char *name, const uint8_t *p, size
 	return 0;
 }
 
+int
+maro_outbox_stage(struct maro_outbox *ob, const char *name, const struct maro_msg *m)
+{
+	size_t at, nl = strlen(name) + 1;
+	uint32_t len = 0;
+	uint8_t *q;
+
+	if (!ob->nstaged) {
+		q = maro_outbox_begin(ob, name, maro_msg_encoded_max(m));
+		if (q) {
+			maro_outbox_commit(ob, maro_msg_encode_into(m, q));
+			return 0;
+		}
+		if (errno != EAGAIN)
+			return -1;
+	}
+	/* encoded in place, its length filled in after */
+	if (maro_buf_append(&ob->staged, name, nl) < 0 ||
+	    maro_buf_append(&ob->staged, &len, sizeof len) < 0)
+		return -1;
+	at = ob->staged.len;
+	if (maro_msg_encode(m, &ob->staged) < 0)
+		return -1;
+	len = (uint32_t)(ob->staged.len - at);
+	memcpy(ob->staged.p + at - sizeof len, &len, sizeof len);
+	ob->nstaged++;
+	return 0;
+}
+
+int
+maro_outbox_flush(struct maro_outbox *ob, char name[MARO_NAME_MAX + 1])
+{
+	while (ob->staged_at < ob->staged.len) {
+		const char *dest = (const char *)ob->staged.p + ob->staged_at;
+		size_t nl = strlen(dest) + 1;
+		uint32_t len;
+
+		memcpy(&len, ob->staged.p + ob->staged_at + nl, sizeof len);
+		if (maro_outbox_put(ob, dest, ob->staged.p + ob->staged_at + nl + sizeof len, len) < 0) {
+			if (errno == EAGAIN)
+				return 0;
+			snprintf(name, MARO_NAME_MAX + 1, "%s", dest);
+			return -1;
+		}
+		ob->staged_at += nl + sizeof len + len;
+		ob->nstaged--;
+	}
+	ob->staged.len = ob->staged_at = 0;
+	return 1;
+}
+
+size_t
+maro_outbox_staged(const struct maro_outbox *ob)
+{
+	return ob->nstaged;
+}
+
 static void
 entry_done(struct maro_outbox *ob, struct dest *d, struct entry *e)
 {
@@ -450,6 +512,15 @@ maro_outbox_settle(struct maro_outbox *ob, const char *name, struct maro_str ses
 	}
 	advance_head(d);
 	return n;
+}
+
+size_t
+maro_outbox_settle_reply(struct maro_outbox *ob, const struct maro_msg *reply)
+{
+	char src[MARO_NAME_MAX + 1];
+
+	snprintf(src, sizeof src, "%.*s", (int)reply->source.n, reply->source.p ? reply->source.p : "");
+	return maro_outbox_settle(ob, src, reply->session_id);
 }
 
 static void

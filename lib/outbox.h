@@ -51,6 +51,23 @@ void maro_outbox_commit(struct maro_outbox *ob, size_t n);
 /* The same for a message with a session_id, saying where its text is (offset, length): maro_outbox_settle looks no more. */
 void maro_outbox_commit_sid(struct maro_outbox *ob, size_t n, size_t sid_off, size_t sid_n);
 /*
+ * For a caller that takes whatever its input holds and cannot wait for a
+ * window: queues m for dest whatever its window, in order with what it
+ * staged before.  It goes straight into dest's window when nothing is
+ * staged and the window has room; else it is staged (encoded, copied into
+ * the outbox) until maro_outbox_flush moves it in.  0, or -1 with errno
+ * (ENOMEM, or as put fails but EAGAIN).
+ */
+int maro_outbox_stage(struct maro_outbox *ob, const char *dest, const struct maro_msg *m);
+/*
+ * Moves staged messages, oldest first, into their windows until one is
+ * full: 1 when none is left staged, 0 when some wait (run the outbox, then
+ * flush again), -1 with errno as put fails and the destination in name.
+ */
+int maro_outbox_flush(struct maro_outbox *ob, char name[MARO_NAME_MAX + 1]);
+/* Messages staged and not yet in a window (not counted by maro_outbox_pending). */
+size_t maro_outbox_staged(const struct maro_outbox *ob);
+/*
  * Gives up on every message queued for dest (its peer died and its work
  * goes elsewhere): they are freed without callbacks.  Returns how many.
  */
@@ -61,6 +78,8 @@ size_t maro_outbox_drop(struct maro_outbox *ob, const char *dest);
  * Returns how many were settled.
  */
 size_t maro_outbox_settle(struct maro_outbox *ob, const char *dest, struct maro_str session_id);
+/* The same for a reply: to its source, in its session. */
+size_t maro_outbox_settle_reply(struct maro_outbox *ob, const struct maro_msg *reply);
 /*
  * From here on the caller waits on acknowledgements (its input ended, or
  * acks are what frees its work): frames ask their receivers to acknowledge

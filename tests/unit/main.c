@@ -101,6 +101,7 @@ main(int argc, char **argv)
 	test_child();
 	test_view();
 	test_jobs();
+	test_input();
 	printf("unit: %d passed, %d failed\n", unit_passed, unit_failed);
 	return unit_failed ? 1 : 0;
 }

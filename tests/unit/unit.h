@@ -26,6 +26,7 @@ void test_transport(void);
 void test_child(void);
 void test_view(void);
 void test_jobs(void);
+void test_input(void);
 
 /* Fixtures the bats suites run as "unit-tests NAME ARGS". */
 int fixture_hostile(const char *endpoint);
