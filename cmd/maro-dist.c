@@ -26,6 +26,7 @@
 
 #include "child.h"
 #include "event.h"
+#include "hold.h"
 #include "maro.h"
 
 #define MAX_HANDLERS 32
@@ -84,19 +85,6 @@ struct handler {
 	size_t wfirst, nwait, waitcap;
 };
 
-/* the value in dist.ids of a message a coprocess has, waiting for its answer */
-#define WAITING UINT64_MAX
-
-struct held {
-	uint8_t *p;
-	size_t n;
-	uint32_t peer;
-	uint64_t seq;
-	uint64_t serial;	/* in arrival order: held[] is sorted by it */
-	uint64_t idh;		/* msg.message_id's hash (maro_inbox_id_hash), hashed once */
-	struct maro_msg msg;
-};
-
 struct dist {
 	struct maro_ctx *c;
 	struct maro_inbox *ib;
@@ -105,14 +93,8 @@ struct dist {
 	int raw, quiet;
 	struct handler h[MAX_HANDLERS];
 	int nh;
-	struct held *held;
-	size_t nheld, cap;
-	struct maro_strset ids;	/* message ids: held (their serial), or WAITING with a coprocess */
+	struct maro_hold hold;	/* the messages no handler has had yet */
 	unsigned live[MARO_EVENT_MAX_UNITS];
-	uint64_t serial;		/* of the next held message */
-	struct maro_entry *members;	/* the registry, read at most every 250 ms */
-	ssize_t nmembers;
-	int64_t members_at;
 	struct maro_buf reply;	/* a --raw reply's payload */
 	uint64_t runs, failures;
 	size_t unsent;		/* replies given up on when a signal came: said once, at exit */
@@ -190,7 +172,7 @@ wait_handler(struct dist *d, pid_t pid)
  * for a payload JSON cannot express.
  */
 static int
-raw_line(struct maro_buf *out, const struct held *m, struct maro_err *err)
+raw_line(struct maro_buf *out, const struct maro_held *m, struct maro_err *err)
 {
 	size_t at = out->len;
 	json_t *j;
@@ -215,12 +197,12 @@ raw_line(struct maro_buf *out, const struct held *m, struct maro_err *err)
  * as lines.  -1 when m cannot be given to it: then it was refused (said,
  * and acknowledged: its sender gets no reply).
  */
-static int handler_input(struct dist *d, struct maro_buf *out, const struct held *m);
+static int handler_input(struct dist *d, struct maro_buf *out, const struct maro_held *m);
 
 static void ack(struct dist *d, uint32_t peer, uint64_t seq, const struct maro_msg *m);
 
 static int
-handler_input(struct dist *d, struct maro_buf *out, const struct held *m)
+handler_input(struct dist *d, struct maro_buf *out, const struct maro_held *m)
 {
 	struct maro_err err;
 
@@ -347,9 +329,9 @@ run_once(struct dist *d, struct handler *h, const unsigned char *take)
 	const char *tmp = getenv("TMPDIR");
 	char *path;
 
-	fed = maro_xrealloc(NULL, d->nheld + 1);
-	for (i = 0; i < d->nheld; i++)
-		fed[i] = take[i] && handler_input(d, &in, &d->held[i]) == 0;
+	fed = maro_xrealloc(NULL, d->hold.n + 1);
+	for (i = 0; i < d->hold.n; i++)
+		fed[i] = take[i] && handler_input(d, &in, &d->hold.msg[i]) == 0;
 	/* the input goes through an unlinked file: the handler may read it at leisure */
 	/* close-on-exec: only the dup2'ed copies reach the handler, so its
 	 * background children cannot hold our pipe open */
@@ -420,10 +402,10 @@ run_once(struct dist *d, struct handler *h, const unsigned char *take)
 	if (d->raw) {
 		const char *line = (const char *)out.p, *end = line + out.len;
 
-		for (i = 0; i < d->nheld; i++) {
+		for (i = 0; i < d->hold.n; i++) {
 			const char *nl;
 
-			if (!fed[i] || !is_request(&d->held[i].msg))
+			if (!fed[i] || !is_request(&d->hold.msg[i].msg))
 				continue;
 			if (line >= end) {
 				maro_warn("handler for '%s' gave fewer lines than requests", h->text);
@@ -432,7 +414,7 @@ run_once(struct dist *d, struct handler *h, const unsigned char *take)
 			nl = memchr(line, '\n', (size_t)(end - line));
 			if (!nl)
 				nl = end;
-			if (route_raw(d, &d->held[i].msg, line, (size_t)(nl - line)) < 0)
+			if (route_raw(d, &d->hold.msg[i].msg, line, (size_t)(nl - line)) < 0)
 				unsent = 1;
 			line = nl + 1;
 		}
@@ -456,9 +438,9 @@ run_once(struct dist *d, struct handler *h, const unsigned char *take)
 		}
 	}
 	/* a reply not sent: none of these is acknowledged, their senders keep them */
-	for (i = 0; i < d->nheld && !unsent; i++)
+	for (i = 0; i < d->hold.n && !unsent; i++)
 		if (fed[i])
-			ack(d, d->held[i].peer, d->held[i].seq, &d->held[i].msg);
+			maro_hold_ack(&d->hold, d->ib, i);
 	rc = 0;
 out:
 	free(fed);
@@ -490,8 +472,8 @@ co_feed(struct dist *d, struct handler *h, const unsigned char *take)
 {
 	size_t i;
 
-	for (i = 0; i < d->nheld; i++) {
-		struct held *m = &d->held[i];
+	for (i = 0; i < d->hold.n; i++) {
+		struct maro_held *m = &d->hold.msg[i];
 
 		if (!take[i] || handler_input(d, &h->wbuf, m) < 0)
 			continue;
@@ -539,8 +521,7 @@ co_answered(struct dist *d, struct handler *h, size_t k, int sent)
 		maro_inbox_settled_hash(d->ib, h->wait[k].idh);
 	else if (sent)
 		ack(d, h->wait[k].peer, h->wait[k].seq, m);
-	if (m->message_id.p)
-		maro_strset_take_h(&d->ids, m->message_id.p, m->message_id.n, h->wait[k].idh);
+	maro_hold_forget(&d->hold, m->message_id, h->wait[k].idh);
 	free(h->wait[k].p);
 	if (k == h->wfirst)
 		h->wfirst++;
@@ -661,180 +642,73 @@ co_pump(struct dist *d, struct handler *h)
 	return 0;
 }
 
-/* The held message with this serial (binary search), or NULL. */
-static struct held *
-held_find(struct dist *d, uint64_t serial)
+/*
+ * A resent copy of a request a coprocess has (maro_hold_put): its
+ * acknowledgement goes where it came from last.  1 when found.
+ */
+static int
+co_resent(void *arg, const struct maro_delivery *dl)
 {
-	size_t lo = 0, hi = d->nheld;
+	struct dist *d = arg;
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
+	for (int i = 0; i < d->nh; i++) {
+		struct handler *hd = &d->h[i];
 
-		if (d->held[mid].serial < serial)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < d->nheld && d->held[lo].serial == serial ? &d->held[lo] : NULL;
-}
+		for (size_t k = hd->wfirst; k < hd->nwait; k++) {
+			const struct maro_msg *w = &hd->wait[k].msg;
 
-static void
-hold(struct dist *d, const struct maro_delivery *dl)
-{
-	struct held *h;
-	uint64_t at, idh = !dl->msg.message_id.p ? 0 :
-	    dl->id_hash ? dl->id_hash : maro_inbox_id_hash(dl->msg.message_id);
-
-	/* a resent copy of a message held, or with a coprocess: not new work */
-	if (idh && maro_strset_get_h(&d->ids, dl->msg.message_id.p, dl->msg.message_id.n, idh, &at)) {
-		struct held *o = at != WAITING ? held_find(d, at) : NULL;
-
-		if (o) {
-			o->peer = dl->peer;
-			o->seq = dl->seq;
-			return;
-		}
-		/* waiting for its answer: looked for only now, not for every message */
-		for (int i = 0; i < d->nh && at == WAITING; i++) {
-			struct handler *hd = &d->h[i];
-
-			for (size_t k = hd->wfirst; k < hd->nwait; k++) {
-				const struct maro_msg *w = &hd->wait[k].msg;
-
-				if (w->message_id.n == dl->msg.message_id.n &&
-				    !memcmp(w->message_id.p, dl->msg.message_id.p, w->message_id.n)) {
-					hd->wait[k].peer = dl->peer;
-					hd->wait[k].seq = dl->seq;
-					return;
-				}
+			if (w->message_id.n == dl->msg.message_id.n &&
+			    !memcmp(w->message_id.p, dl->msg.message_id.p, w->message_id.n)) {
+				hd->wait[k].peer = dl->peer;
+				hd->wait[k].seq = dl->seq;
+				return 1;
 			}
 		}
 	}
-	if (d->nheld == d->cap) {
-		d->cap = d->cap ? d->cap * 2 : 256;
-		d->held = maro_xrealloc(d->held, d->cap * sizeof *d->held);
-	}
-	h = &d->held[d->nheld];
-	h->p = maro_xrealloc(NULL, dl->n);
-	memcpy(h->p, dl->p, dl->n);
-	h->n = dl->n;
-	h->peer = dl->peer;
-	h->seq = dl->seq;
-	h->serial = d->serial++;
-	h->idh = idh;
-	maro_msg_rebase(&h->msg, &dl->msg, dl->p, h->p);	/* decoded once, by the inbox */
-	if (h->msg.message_id.p &&
-	    maro_strset_put_h(&d->ids, h->msg.message_id.p, h->msg.message_id.n, idh, h->serial) < 0)
-		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
-	d->nheld++;
-}
-
-/* Drops the messages marked in take from the held list (they were handled, or failed). */
-static void
-release(struct dist *d, const unsigned char *take)
-{
-	size_t i, k = 0;
-
-	for (i = 0; i < d->nheld; i++) {
-		if (take[i]) {
-			/* its id still points into its bytes (or a coprocess's copy of them) */
-			struct maro_str id = d->held[i].msg.message_id;
-
-			/* with a coprocess now (p is the pending list's): kept, as WAITING */
-			if (id.p && d->held[i].p)
-				maro_strset_take_h(&d->ids, id.p, id.n, d->held[i].idh);
-			else if (id.p && maro_strset_put_h(&d->ids, id.p, id.n, d->held[i].idh, WAITING) < 0)
-				maro_die(MARO_EXIT_SOFTWARE, "out of memory");
-			free(d->held[i].p);
-			continue;
-		}
-		d->held[k++] = d->held[i];
-	}
-	d->nheld = k;
-}
-
-/* Live peers per unit of h's event; only percentages need them. */
-static void
-count_live(struct dist *d, struct handler *h)
-{
-	int64_t now;
-	ssize_t i;
-	int u, any = 0;
-
-	for (u = 0; u < h->ev.nunits; u++)
-		any |= h->ev.units[u].percent;
-	if (!any)
-		return;
-	now = maro_now_us();
-	if (!d->members || now - d->members_at >= 250000) {
-		struct maro_entry *v;
-		ssize_t k = maro_registry_list(d->c->reg, NULL, &v);
-
-		if (k >= 0) {
-			free(d->members);
-			d->members = v;
-			d->nmembers = k;
-			d->members_at = now;
-		}
-	}
-	for (u = 0; u < h->ev.nunits; u++) {
-		d->live[u] = 0;
-		for (i = 0; i < d->nmembers; i++)
-			if (!strncmp(d->members[i].name, h->ev.units[u].source, strlen(h->ev.units[u].source)))
-				d->live[u]++;
-	}
+	return 0;
 }
 
 /* Tries every handler in order; runs the first whose event holds.  1 when the loop must end. */
 static int
 dispatch(struct dist *d, int *ran)
 {
-	int i;
+	int i, u;
 
 	*ran = 0;
 	for (i = 0; i < d->nh; i++) {
 		struct handler *h = &d->h[i];
-		struct maro_event_msg *view = maro_xrealloc(NULL, (d->nheld + 1) * sizeof *view);
-		unsigned char *take = maro_xrealloc(NULL, d->nheld + 1);
 		size_t j;
-		int ok, stop = 0;
+		int stop = 0, any = 0;
 
-		for (j = 0; j < d->nheld; j++) {
-			view[j].source = d->held[j].msg.source;
-			view[j].tag = d->held[j].msg.tag;
-		}
-		count_live(d, h);
-		ok = maro_event_match(&h->ev, view, d->nheld, d->live, take, NULL, NULL);
+		/* live peers: only percentages need them */
+		for (u = 0; u < h->ev.nunits; u++)
+			any |= h->ev.units[u].percent;
+		if (any)
+			maro_hold_live(&d->hold, d->c->reg, &h->ev, 250000, d->live);
+		if (!maro_hold_match(&d->hold, &h->ev, d->live, NULL, NULL))
+			continue;
 		/*
 		 * A coprocess whose event is one message at a time gets every
 		 * matching message at once: what triggering it again and again
 		 * would feed it, in the same order, without a pass per message.
 		 */
-		if (ok && h->mode == MODE_CO && h->ev.nunits == 1 && !h->ev.units[0].percent &&
+		if (h->mode == MODE_CO && h->ev.nunits == 1 && !h->ev.units[0].percent &&
 		    h->ev.units[0].amount == 1)
-			for (j = 0; j < d->nheld; j++)
-				if (!take[j] && maro_event_unit_matches(&h->ev.units[0], &view[j])) {
-					take[j] = 1;
-					d->runs++;	/* a trigger each, as if run one by one */
-				}
-		if (ok) {
-			*ran = 1;
-			if (h->mode == MODE_EXIT) {
-				for (j = 0; j < d->nheld; j++)
-					if (take[j])
-						ack(d, d->held[j].peer, d->held[j].seq, &d->held[j].msg);
-				stop = 1;
-			} else if (h->mode == MODE_CO) {
-				co_feed(d, h, take);
-			} else {
-				run_once(d, h, take);
-			}
-			release(d, take);
+			d->runs += maro_hold_take_all(&d->hold, &h->ev.units[0]);	/* a trigger each */
+		*ran = 1;
+		if (h->mode == MODE_EXIT) {
+			for (j = 0; j < d->hold.n; j++)
+				if (d->hold.take[j])
+					maro_hold_ack(&d->hold, d->ib, j);
+			stop = 1;
+		} else if (h->mode == MODE_CO) {
+			co_feed(d, h, d->hold.take);
+		} else {
+			run_once(d, h, d->hold.take);
 		}
-		free(view);
-		free(take);
-		if (ok)
-			return stop;
+		if (maro_hold_release(&d->hold) < 0)
+			maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+		return stop;
 	}
 	return 0;
 }
@@ -917,8 +791,9 @@ main(int argc, char **argv)
 		struct maro_delivery dl;
 		int64_t wake;
 
-		while (d.nheld < MAX_HELD && maro_inbox_next(d.ib, &dl) == 1)
-			hold(&d, &dl);
+		while (d.hold.n < MAX_HELD && maro_inbox_next(d.ib, &dl) == 1)
+			if (maro_hold_put(&d.hold, &dl, co_resent, &d) < 0)
+				maro_die(MARO_EXIT_SOFTWARE, "out of memory");
 		if (!stop) {
 			do
 				stop = dispatch(&d, &ran);
@@ -953,7 +828,7 @@ main(int argc, char **argv)
 			maro_cli_report_malformed(d.ib);
 			next_hb = maro_tool_next_beat(d.c, now);
 		}
-		if (!stop && d.nheld < MAX_HELD)
+		if (!stop && d.hold.n < MAX_HELD)
 			items[nitems++] = (zmq_pollitem_t){ maro_inbox_pollable(d.ib), 0, ZMQ_POLLIN, 0 };
 		for (i = 0; i < d.nh; i++)
 			if (d.h[i].mode == MODE_CO && d.h[i].pid > 0) {
@@ -970,7 +845,7 @@ main(int argc, char **argv)
 		if (maro_inbox_ack_deadline(d.ib) < wake)
 			wake = maro_inbox_ack_deadline(d.ib);
 		/* percentages move with membership: look again now and then */
-		if (now + 500000 < wake && d.nheld)
+		if (now + 500000 < wake && d.hold.n)
 			wake = now + 500000;
 		if (maro_poll(d.c, items, nitems, maro_wait_ms(wake)) < 0 &&
 		    errno != EINTR)
@@ -1023,11 +898,7 @@ main(int argc, char **argv)
 	maro_inbox_close(d.ib);
 	maro_outbox_free(d.ob);
 	maro_ctx_close(d.c);
-	for (size_t j = 0; j < d.nheld; j++)
-		free(d.held[j].p);
-	free(d.held);
-	free(d.members);
-	maro_strset_free(&d.ids);
+	maro_hold_free(&d.hold);
 	maro_buf_free(&d.reply);
 	return status;
 }
