@@ -26,8 +26,8 @@
 
 #define MAX_HANDLERS 32
 #define MAX_HELD 65536
-#define SIGNAL_GRACE_US 2000000	/* for replies already queued, when a signal stops us */
-/* with a handler's MARO_HANDLER_GRACE_US, within maro(7)'s 2.5 s */
+/* for replies already queued when a signal stops us: with MARO_HANDLER_GRACE_US, within maro(7)'s 2.5 s */
+#define SIGNAL_GRACE_US 2000000
 
 enum { OPT_ON = 256, OPT_CO, OPT_EXIT, OPT_RAW };
 
@@ -133,8 +133,7 @@ beat(void *arg, int now)
 
 	if (now || t >= d->next_hb) {
 		maro_registry_heartbeat(d->c->reg);
-		if (!now)
-			d->next_hb = maro_tool_next_beat(d->c, t);
+		d->next_hb = maro_tool_next_beat(d->c, t);
 	}
 }
 
@@ -185,7 +184,7 @@ dispatch(struct dist *d, int *ran)
 	for (i = 0; i < d->nh; i++) {
 		struct handler *h = &d->h[i];
 		size_t j;
-		int stop = 0, any = 0;
+		int any = 0;
 
 		/* live peers: only percentages need them */
 		for (u = 0; u < h->ev.nunits; u++)
@@ -199,13 +198,8 @@ dispatch(struct dist *d, int *ran)
 			for (j = 0; j < d->hold.n; j++)
 				if (d->hold.take[j])
 					maro_hold_ack(&d->hold, d->x.ib, j);
-			stop = 1;
 		} else if (h->mode == MODE_CO) {
-			/*
-			 * An event of one message at a time gets every matching
-			 * message at once: what triggering it again and again
-			 * would feed it, in the same order, in one pass.
-			 */
+			/* one message at a time: all that match at once, as triggers again and again would */
 			if (h->ev.nunits == 1 && !h->ev.units[0].percent && h->ev.units[0].amount == 1)
 				d->runs += maro_hold_take_all(&d->hold, &h->ev.units[0]);	/* a trigger each */
 			if (maro_handler_co_feed(&d->x, &h->run, d->hold.take) < 0)
@@ -216,7 +210,7 @@ dispatch(struct dist *d, int *ran)
 		}
 		if (maro_hold_release(&d->hold) < 0)
 			maro_die(MARO_EXIT_SOFTWARE, "out of memory");
-		return stop;
+		return h->mode == MODE_EXIT;
 	}
 	return 0;
 }
@@ -299,8 +293,7 @@ main(int argc, char **argv)
 		if (h->mode == MODE_CO && maro_handler_co_start(&d.x, &h->run, &err) < 0)
 			maro_die(MARO_EXIT_SOFTWARE, "%s", err.msg);
 	}
-	now = maro_now_us();
-	d.next_hb = maro_tool_next_beat(d.c, now);
+	d.next_hb = maro_tool_next_beat(d.c, maro_now_us());
 
 	for (;;) {
 		zmq_pollitem_t items[1100];
