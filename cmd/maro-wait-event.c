@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "event.h"
+#include "hold.h"
 #include "maro.h"
 
 /* Messages held while the event does not hold yet; past this, reading pauses. */
@@ -29,138 +30,12 @@ static const struct maro_tool tool = {
 	MARO_TOOL_NEEDS_NAME | MARO_TOOL_OPERANDS,
 };
 
-struct held {
-	uint8_t *p;
-	size_t n;
-	uint32_t peer;
-	uint64_t seq;
-	struct maro_msg msg;	/* views into p */
-};
-
 struct waiter {
 	struct maro_event ev;
-	struct held *held;
-	size_t nheld, cap;
-	struct maro_strset ids;		/* message ids held, so a resent copy is not held twice */
-	struct maro_event_msg *view;
-	unsigned char *take;
-	unsigned char *acked;		/* counted toward a unit, and acknowledged */
-	unsigned counted[MARO_EVENT_MAX_UNITS];
-	unsigned char must[MARO_EVENT_MAX_UNITS];	/* no OR above the unit */
+	struct maro_hold hold;
 	unsigned live[MARO_EVENT_MAX_UNITS];
 	unsigned have[MARO_EVENT_MAX_UNITS], need[MARO_EVENT_MAX_UNITS];
 };
-
-static void
-hold(struct waiter *w, const struct maro_delivery *d)
-{
-	struct held *h;
-	struct maro_err err;
-
-	uint64_t at;
-
-	/* a resent copy: acknowledge it, when the time comes, where it came from last */
-	if (d->msg.message_id.p && maro_strset_get(&w->ids, d->msg.message_id.p, d->msg.message_id.n, &at)) {
-		w->held[at].peer = d->peer;
-		w->held[at].seq = d->seq;
-		return;
-	}
-	if (w->nheld == w->cap) {
-		w->cap = w->cap ? w->cap * 2 : 256;
-		w->held = maro_xrealloc(w->held, w->cap * sizeof *w->held);
-		w->view = maro_xrealloc(w->view, w->cap * sizeof *w->view);
-		w->take = maro_xrealloc(w->take, w->cap);
-		w->acked = maro_xrealloc(w->acked, w->cap);
-	}
-	h = &w->held[w->nheld];
-	h->p = malloc(d->n);
-	if (!h->p)
-		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
-	memcpy(h->p, d->p, d->n);
-	h->n = d->n;
-	h->peer = d->peer;
-	h->seq = d->seq;
-	w->acked[w->nheld] = 0;
-	maro_msg_decode(&h->msg, h->p, h->n, &err);
-	if (h->msg.message_id.p &&
-	    maro_strset_put(&w->ids, h->msg.message_id.p, h->msg.message_id.n, w->nheld) < 0)
-		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
-	w->nheld++;
-}
-
-/* Live peers matching each unit's source, for percentages. */
-static int
-count_live(struct waiter *w, struct maro_registry *reg)
-{
-	struct maro_entry *v;
-	ssize_t k, i;
-	int u;
-
-	k = maro_registry_list(reg, NULL, &v);
-	if (k < 0)
-		return -1;
-	for (u = 0; u < w->ev.nunits; u++) {
-		w->live[u] = 0;
-		for (i = 0; i < k; i++)
-			if (!strncmp(v[i].name, w->ev.units[u].source, strlen(w->ev.units[u].source)))
-				w->live[u]++;
-	}
-	free(v);
-	return 0;
-}
-
-/* Marks the units every way for the event to hold needs: no OR above them. */
-static void
-mark_must(struct waiter *w, int node)
-{
-	const struct maro_event_node *n = &w->ev.nodes[node];
-	int i;
-
-	if (n->kind == MARO_EVENT_UNIT)
-		w->must[n->unit] = 1;
-	else if (n->kind == MARO_EVENT_AND)
-		for (i = 0; i < n->nchild; i++)
-			mark_must(w, n->child[i]);
-}
-
-/*
- * Acknowledges every held message that counts toward a unit the event
- * needs whatever happens (mark_must), oldest first, up to the number the
- * unit needs: its sender is free at once, and a surplus is left for the
- * next receiver of the name.  A message for a unit under an OR waits for
- * the event, which may take the other branch.  Returns how many it
- * acknowledged.
- */
-static size_t
-count(struct waiter *w, struct maro_inbox *ib)
-{
-	struct maro_event_msg m;
-	size_t i, n = 0;
-	int u;
-
-	for (i = 0; i < w->nheld; i++) {
-		if (w->acked[i])
-			continue;
-		m.source = w->held[i].msg.source;
-		m.tag = w->held[i].msg.tag;
-		for (u = 0; u < w->ev.nunits; u++) {
-			const struct maro_event_unit *eu = &w->ev.units[u];
-
-			if (w->must[u] && w->counted[u] < maro_event_need(eu, w->live[u]) &&
-			    maro_event_unit_matches(eu, &m)) {
-				struct maro_delivery ack = { .peer = w->held[i].peer,
-					.seq = w->held[i].seq, .msg = w->held[i].msg };
-
-				maro_inbox_done(ib, &ack);
-				w->acked[i] = 1;
-				w->counted[u]++;
-				n++;
-				break;
-			}
-		}
-	}
-	return n;
-}
 
 /*
  * Writes the messages taken (when the event holds) or only those already
@@ -173,34 +48,20 @@ put_held(struct waiter *w, struct maro_inbox *ib, struct maro_writer *out, struc
 {
 	size_t i;
 
-	for (i = 0; i < w->nheld; i++) {
+	for (i = 0; i < w->hold.n; i++) {
+		const struct maro_held *m = &w->hold.msg[i];
 		struct maro_err err;
-		struct maro_delivery ack = { .peer = w->held[i].peer, .seq = w->held[i].seq,
-			.msg = w->held[i].msg };
 
-		if (!w->acked[i] && !(taken && w->take[i]))
+		if (!m->acked && !(taken && w->hold.take[i]))
 			continue;
 		line->len = 0;
-		if (!quiet && maro_format_msg(line, fmt, &w->held[i].msg, w->held[i].p, w->held[i].n, &err) == 0 &&
+		if (!quiet && maro_format_msg(line, fmt, &m->msg, m->p, m->n, &err) == 0 &&
 		    maro_writer_put(out, line->p, line->len) < 0)
 			return -1;
-		if (!w->acked[i])
-			maro_inbox_done(ib, &ack);
+		if (!m->acked)
+			maro_hold_ack(&w->hold, ib, i);
 	}
 	return 0;
-}
-
-static int
-holds(struct waiter *w)
-{
-	size_t i;
-
-	for (i = 0; i < w->nheld; i++) {
-		w->view[i].source = w->held[i].msg.source;
-		w->view[i].tag = w->held[i].msg.tag;
-	}
-	return maro_event_match(&w->ev, w->view, w->nheld, w->live, w->take ? w->take : (unsigned char *)"",
-	    w->have, w->need);
 }
 
 static void
@@ -241,7 +102,6 @@ main(int argc, char **argv)
 	char errbuf[512];
 	int64_t deadline, next_hb, next_live, now;
 	int quiet, col, status = MARO_EXIT_OK, tty, done = 0, at;
-	size_t i;
 
 	maro_cli_init(argv[0]);
 	maro_common_init(&cm);
@@ -255,7 +115,6 @@ main(int argc, char **argv)
 		fprintf(stderr, "  %s\n  %*s^\n", argv[at], col - 1, "");
 		return MARO_EXIT_USAGE;
 	}
-	mark_must(&w, w.ev.root);
 
 	c = maro_tool_open(&cm, &deadline);
 	ib = maro_tool_inbox(c, &cm, NULL);
@@ -272,13 +131,14 @@ main(int argc, char **argv)
 
 		now = maro_now_us();
 		if (now >= next_live) {
-			if (count_live(&w, c->reg) < 0)
+			if (maro_hold_live(&w.hold, c->reg, &w.ev, 0, w.live) < 0)
 				maro_info("%s", maro_registry_error(c->reg));
 			next_live = now + 250000;
 		}
-		while (w.nheld < MAX_HELD && maro_inbox_next(ib, &d) == 1)
-			hold(&w, &d);
-		if (holds(&w)) {
+		while (w.hold.n < MAX_HELD && maro_inbox_next(ib, &d) == 1)
+			if (maro_hold_put(&w.hold, &d, NULL, NULL) < 0)
+				maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+		if (maro_hold_match(&w.hold, &w.ev, w.live, w.have, w.need)) {
 			if (put_held(&w, ib, &out, &line, fmt, quiet, 1) == 0 &&
 			    (maro_writer_flush(&out) == 0 || errno == EPIPE))
 				maro_inbox_flush(ib);
@@ -286,7 +146,7 @@ main(int argc, char **argv)
 			break;
 		}
 		/* a progress report never waits for the others */
-		if (count(&w, ib))
+		if (maro_hold_ack_sure(&w.hold, ib, &w.ev, w.live))
 			maro_inbox_flush(ib);
 		if (tty)
 			say_progress(&w, 0);
@@ -311,7 +171,7 @@ main(int argc, char **argv)
 		wake = deadline < next_hb ? deadline : next_hb;
 		if (next_live < wake)
 			wake = next_live;
-		if (maro_poll(c, &it, w.nheld < MAX_HELD ? 1 : 0, maro_wait_ms(wake)) < 0 &&
+		if (maro_poll(c, &it, w.hold.n < MAX_HELD ? 1 : 0, maro_wait_ms(wake)) < 0 &&
 		    errno != EINTR)
 			maro_die(MARO_EXIT_SOFTWARE, "poll: %s", zmq_strerror(errno));
 	}
@@ -332,12 +192,6 @@ main(int argc, char **argv)
 	maro_ctx_close(c);
 	maro_writer_free(&out);
 	maro_buf_free(&line);
-	for (i = 0; i < w.nheld; i++)
-		free(w.held[i].p);
-	free(w.held);
-	free(w.view);
-	free(w.take);
-	free(w.acked);
-	maro_strset_free(&w.ids);
+	maro_hold_free(&w.hold);
 	return status;
 }

@@ -1,0 +1,644 @@
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <poll.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "child.h"
+#include "clock.h"
+#include "convert.h"
+#include "format.h"
+#include "handler.h"
+#include "registry.h"
+
+static void
+note(struct maro_handler_host *x, const struct maro_handler_note *n)
+{
+	x->note(x->arg, n);
+}
+
+static void
+note_err(struct maro_handler_host *x, const struct maro_handler *h, enum maro_handler_what what,
+    uint64_t offset, const struct maro_err *err)
+{
+	struct maro_handler_note n = { .what = what, .h = h, .err = err, .offset = offset };
+
+	note(x, &n);
+}
+
+int
+maro_handler_init(struct maro_handler *h, const struct maro_handler_host *x, const char *text,
+    const char *cmd, int co)
+{
+	char type[MARO_NAME_MAX + 1], *set[6] = { NULL };
+	size_t n = 0, i;
+	int rc = -1;
+
+	memset(h, 0, sizeof *h);
+	h->text = text;
+	h->cmd = cmd;
+	h->co = co;
+	h->in = h->out = -1;
+	maro_name_type(x->name, type);
+	if (asprintf(&set[n++], "MARO_NAME=%s", x->name) < 0 ||
+	    asprintf(&set[n++], "MARO_TYPE=%s", type) < 0 ||
+	    asprintf(&set[n++], "MARO_GROUP=%s", x->c->group) < 0 ||
+	    asprintf(&set[n++], "MARO_EVENT=%s", text) < 0 ||
+	    (x->registry && asprintf(&set[n++], "MARO_REGISTRY=%s", x->registry) < 0) ||
+	    (x->keyfile && asprintf(&set[n++], "MARO_KEYFILE=%s", x->keyfile) < 0) ||
+	    !(h->env = maro_child_env(set, n)))
+		goto out;
+	rc = 0;
+out:
+	for (i = 0; i < n; i++)
+		free(set[i]);
+	if (rc < 0)
+		errno = ENOMEM;
+	return rc;
+}
+
+/* sh -c CMD with stdin from in_fd and stdout to out_fd.  Its pid, or -1 (why in err). */
+static pid_t
+spawn(struct maro_handler *h, int in_fd, int out_fd, struct maro_err *err)
+{
+	char *argv[] = { "sh", "-c", (char *)h->cmd, NULL };
+	struct maro_child_spec cs = { "/bin/sh", argv, h->env, in_fd, out_fd, NULL };
+	pid_t pid = maro_child_spawn(&cs);
+
+	if (pid < 0)
+		snprintf(err->msg, sizeof err->msg, "cannot run sh for '%s': %s", h->text, strerror(errno));
+	return pid;
+}
+
+/*
+ * raw: the one line a handler reads for m: a text payload as it is, or as
+ * a JSON string when it holds a line break; any other payload as a JSON
+ * line; none as an empty line.  -1 (why in err) for a payload JSON cannot
+ * express.
+ */
+static int
+raw_line(struct maro_buf *out, const struct maro_held *m, struct maro_err *err)
+{
+	size_t at = out->len;
+	json_t *j;
+	char *s;
+	int rc;
+
+	if (maro_format_msg(out, MARO_FORMAT_PAYLOAD, &m->msg, m->p, m->n, err) == 0 &&
+	    out->len > at && !memchr(out->p + at, '\n', out->len - at - 1))
+		return 0;
+	out->len = at;
+	if (!m->msg.payload.p || !(j = maro_cbor_to_json(m->msg.payload.p, m->msg.payload.n, err)))
+		return -1;
+	s = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(17));
+	json_decref(j);
+	rc = s && maro_buf_puts(out, s) == 0 && maro_buf_append(out, "\n", 1) == 0 ? 0 : -1;
+	free(s);
+	if (rc < 0)
+		snprintf(err->msg, sizeof err->msg, "out of memory");
+	return rc;
+}
+
+static void
+ack(struct maro_handler_host *x, uint32_t peer, uint64_t seq, const struct maro_msg *m)
+{
+	struct maro_delivery dl = { .peer = peer, .seq = seq, .msg = *m };
+
+	maro_inbox_done(x->ib, &dl);
+}
+
+/*
+ * What a handler reads for m appended to out.  -1 when m cannot be given
+ * to it: then it was refused (noted, and acknowledged: its sender gets no
+ * reply).
+ */
+static int
+input(struct maro_handler_host *x, struct maro_buf *out, const struct maro_held *m)
+{
+	struct maro_handler_note n = { .what = MARO_HANDLER_REFUSED, .m = &m->msg };
+	struct maro_err err;
+
+	if (x->raw ? raw_line(out, m, &err) == 0 :
+	    maro_format_msg(out, MARO_FORMAT_CBOR, &m->msg, m->p, m->n, &err) == 0)
+		return 0;
+	n.err = &err;
+	note(x, &n);
+	ack(x, m->peer, m->seq, &m->msg);
+	return -1;
+}
+
+static int
+is_request(const struct maro_msg *m)
+{
+	return m->type != MARO_SESSION_NOTIFICATION && m->stage == MARO_STAGE_REQUEST;
+}
+
+/*
+ * Sends m (filled in): a reply goes to its reply_to, else to its
+ * destination.  Encoded straight into the outbox; a full window to the
+ * destination is waited for, never dropped.  0 when queued (or when it
+ * never can be: noted), -1 when a signal came while it waited: then its
+ * request must not be acknowledged, and stays with its sender.
+ */
+static int
+send_msg(struct maro_handler_host *x, struct maro_msg *m)
+{
+	char ids[2][MARO_UUID_LEN + 1], dest[MARO_NAME_MAX + 1];
+	struct maro_handler_note n = { .what = MARO_HANDLER_NO_DEST };
+	struct maro_str to;
+	uint8_t *q;
+
+	maro_msg_fill(m, x->name, ids);
+	to = m->stage != MARO_STAGE_REQUEST && m->reply_to.p ? m->reply_to : m->destination;
+	if (!to.p || to.n > MARO_NAME_MAX) {
+		note(x, &n);
+		return 0;	/* the handler's fault: its request is done with */
+	}
+	memcpy(dest, to.p, to.n);
+	dest[to.n] = '\0';
+	while (!(q = maro_outbox_begin(x->ob, dest, maro_msg_encoded_max(m)))) {
+		zmq_pollitem_t items[1024];
+		uint64_t acked;
+		int k;
+
+		if (errno != EAGAIN) {
+			n.what = MARO_HANDLER_UNSENDABLE;
+			n.dest = dest;
+			n.errnum = errno;
+			note(x, &n);
+			return 0;	/* it never can be: its request is done with */
+		}
+		if (maro_signal) {
+			x->unsent++;
+			return -1;
+		}
+		acked = maro_outbox_acked(x->ob);
+		maro_outbox_run(x->ob);
+		/* that run made room: nothing more may come to end the poll early */
+		if (maro_outbox_acked(x->ob) != acked)
+			continue;
+		k = maro_outbox_pollitems(x->ob, items, 1024);
+		maro_poll(x->c, items, k, 100);
+	}
+	maro_outbox_commit(x->ob, maro_msg_encode_into(m, q));
+	return 0;
+}
+
+/* Sends one message a handler wrote.  0, or -1 when it was not queued. */
+static int
+route(struct maro_handler_host *x, const uint8_t *p, size_t n)
+{
+	struct maro_msg m;
+	struct maro_err err;
+
+	if (maro_msg_decode(&m, p, n, &err) < 0) {
+		note_err(x, NULL, MARO_HANDLER_MALFORMED, 0, &err);
+		return 0;	/* the handler's fault: its request is done with */
+	}
+	return send_msg(x, &m);
+}
+
+/* The reply to request req (decoded) with a payload line from a raw handler.  As send_msg. */
+static int
+route_raw(struct maro_handler_host *x, const struct maro_msg *req, const char *line, size_t len)
+{
+	struct maro_handler_note n = { .what = MARO_HANDLER_NOT_TEXT, .m = req };
+	struct maro_msg m;
+	char id[MARO_UUID_LEN + 1];
+
+	/* its unknown keys go back too: copy those there are, not all 32 slots */
+	memcpy(&m, req, offsetof(struct maro_msg, extra));
+	memcpy(m.extra, req->extra, req->nextra * sizeof req->extra[0]);
+	maro_msg_make_reply(&m, x->name, id);
+	x->reply.len = 0;
+	if (maro_buf_cbor_text(&x->reply, line, len) < 0) {
+		/* not text: no reply, the request stays with its sender */
+		if (errno == EILSEQ)
+			note(x, &n);
+		return -1;
+	}
+	m.payload.p = x->reply.p;
+	m.payload.n = x->reply.len;
+	return send_msg(x, &m);
+}
+
+/*
+ * Waits for a handler to end, heartbeating; on a signal it is stopped.
+ * Its wait status.
+ */
+static int
+wait_end(struct maro_handler_host *x, pid_t pid)
+{
+	int wstatus = 0;
+	pid_t r;
+
+	for (;;) {
+		if (maro_signal)
+			return maro_child_stop(pid, MARO_HANDLER_GRACE_US);
+		r = waitpid(pid, &wstatus, WNOHANG);
+		if (r == pid || (r < 0 && errno != EINTR))
+			return wstatus;
+		x->beat(x->arg, 0);
+		usleep(20000);
+	}
+}
+
+/*
+ * Reads a run's output to its end, heartbeating while it works, at most
+ * max bytes of it; a signal stops the reading.  1 when it wrote more.
+ */
+static int
+read_all(struct maro_handler_host *x, int fd, struct maro_buf *out, size_t max)
+{
+	for (;;) {
+		struct pollfd pfd = { fd, POLLIN, 0 };
+		ssize_t n;
+		int k;
+
+		if (maro_signal)
+			return 0;
+		k = poll(&pfd, 1, 1000);
+		if (k == 0)
+			x->beat(x->arg, 1);
+		if (k <= 0)
+			continue;
+		if (out->len >= max)
+			return 1;
+		if (maro_buf_reserve(out, 65536) < 0)
+			return -1;
+		n = read(fd, out->p + out->len, 65536);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return 0;
+		out->len += (size_t)n;
+	}
+}
+
+/* Sends what a run wrote, the replies to the messages fed.  1 when one was not sent. */
+static int
+send_run(struct maro_handler_host *x, struct maro_handler *h, const unsigned char *fed,
+    const struct maro_buf *out)
+{
+	struct maro_hold *hd = x->hold;
+	int unsent = 0;
+	size_t i;
+
+	if (x->raw) {
+		const char *line = (const char *)out->p, *end = line + out->len;
+
+		for (i = 0; i < hd->n; i++) {
+			const char *nl;
+
+			if (!fed[i] || !is_request(&hd->msg[i].msg))
+				continue;
+			if (line >= end) {
+				note_err(x, h, MARO_HANDLER_FEW_LINES, 0, NULL);
+				break;
+			}
+			nl = memchr(line, '\n', (size_t)(end - line));
+			if (!nl)
+				nl = end;
+			if (route_raw(x, &hd->msg[i].msg, line, (size_t)(nl - line)) < 0)
+				unsent = 1;
+			line = nl + 1;
+		}
+		return unsent;
+	}
+	for (size_t off = 0, len; off < out->len; off += len) {
+		struct maro_err err;
+		struct maro_cbor_scan sc;
+
+		maro_cbor_scan_init(&sc, &x->c->limits);
+		if (maro_cbor_scan(&sc, out->p + off, out->len - off, &len, &err) != MARO_SCAN_DONE) {
+			note_err(x, h, MARO_HANDLER_BAD_CBOR, off + (size_t)err.offset, &err);
+			break;
+		}
+		if (route(x, out->p + off, len) < 0)
+			unsent = 1;
+	}
+	return unsent;
+}
+
+int
+maro_handler_run(struct maro_handler_host *x, struct maro_handler *h, const unsigned char *take,
+    enum maro_handler_end *end, int *wstatus, struct maro_err *err)
+{
+	struct maro_hold *hd = x->hold;
+	unsigned char *fed;	/* take, but for those refused (input) */
+	struct maro_buf in = { 0 }, out = { 0 };
+	int infd = -1, pipefd[2] = { -1, -1 }, rc = -1, over;
+	size_t i, max = x->c->limits.max_item;
+	pid_t pid;
+	const char *tmp = getenv("TMPDIR");
+	char *path = NULL;
+
+	err->msg[0] = '\0';
+	if (!(fed = malloc(hd->n + 1)))
+		goto nomem;
+	for (i = 0; i < hd->n; i++)
+		fed[i] = take[i] && input(x, &in, &hd->msg[i]) == 0;
+	/* the input goes through an unlinked file: the handler may read it at leisure */
+	/* close-on-exec: only the dup2'ed copies reach the handler, so its
+	 * background children cannot hold our pipe open */
+	if (asprintf(&path, "%s/maro-dist.XXXXXX", tmp && *tmp ? tmp : "/tmp") < 0) {
+		path = NULL;
+		goto nomem;
+	}
+	infd = mkostemp(path, O_CLOEXEC);
+	if (infd < 0 || pipe2(pipefd, O_CLOEXEC) < 0) {
+		snprintf(err->msg, sizeof err->msg, "cannot set up a handler in '%s': %s", path, strerror(errno));
+		goto out;
+	}
+	unlink(path);
+	if (write(infd, in.p, in.len) != (ssize_t)in.len || lseek(infd, 0, SEEK_SET) < 0) {
+		snprintf(err->msg, sizeof err->msg, "cannot set up a handler: %s", strerror(errno));
+		goto out;
+	}
+	if ((pid = spawn(h, infd, pipefd[1], err)) < 0)
+		goto out;
+	close(infd);
+	close(pipefd[1]);
+	infd = pipefd[1] = -1;
+	over = read_all(x, pipefd[0], &out, max);
+	close(pipefd[0]);
+	pipefd[0] = -1;
+	if (over < 0) {
+		maro_child_stop(pid, MARO_HANDLER_GRACE_US);
+		goto nomem;
+	}
+	*wstatus = over ? maro_child_stop(pid, MARO_HANDLER_GRACE_US) : wait_end(x, pid);
+	rc = 0;
+	if (maro_signal)
+		*end = MARO_HANDLER_STOPPED;
+	else if (over)
+		*end = MARO_HANDLER_OVER;
+	else if (!WIFEXITED(*wstatus) || WEXITSTATUS(*wstatus) != 0)
+		*end = MARO_HANDLER_FAILED;
+	else
+		*end = MARO_HANDLER_DONE;
+	/* a reply not sent: none of these is acknowledged, their senders keep them */
+	if (*end == MARO_HANDLER_DONE && !send_run(x, h, fed, &out))
+		for (i = 0; i < hd->n; i++)
+			if (fed[i])
+				maro_hold_ack(hd, x->ib, i);
+	goto out;
+nomem:
+	snprintf(err->msg, sizeof err->msg, "out of memory");
+out:
+	if (infd >= 0)
+		close(infd);
+	if (pipefd[0] >= 0)
+		close(pipefd[0]);
+	if (pipefd[1] >= 0)
+		close(pipefd[1]);
+	free(path);
+	free(fed);
+	maro_buf_free(&in);
+	maro_buf_free(&out);
+	return rc;
+}
+
+int
+maro_handler_co_start(struct maro_handler_host *x, struct maro_handler *h, struct maro_err *err)
+{
+	int to[2], from[2];
+
+	if (pipe2(to, O_CLOEXEC) < 0 || pipe2(from, O_CLOEXEC) < 0) {
+		snprintf(err->msg, sizeof err->msg, "pipe: %s", strerror(errno));
+		return -1;
+	}
+	h->pid = spawn(h, to[0], from[1], err);
+	if (h->pid < 0)
+		return -1;
+	close(to[0]);
+	close(from[1]);
+	h->in = to[1];
+	h->out = from[0];
+	fcntl(h->in, F_SETFL, O_NONBLOCK);
+	fcntl(h->out, F_SETFL, O_NONBLOCK);
+	maro_reader_init(&h->rd, h->out, &x->c->limits);
+	return 0;
+}
+
+int
+maro_handler_co_feed(struct maro_handler_host *x, struct maro_handler *h, const unsigned char *take)
+{
+	struct maro_hold *hd = x->hold;
+	size_t i;
+
+	for (i = 0; i < hd->n; i++) {
+		struct maro_held *m = &hd->msg[i];
+		struct maro_handler_wait *w;
+
+		if (!take[i] || input(x, &h->wbuf, m) < 0)
+			continue;
+		if (!is_request(&m->msg)) {
+			ack(x, m->peer, m->seq, &m->msg);
+			continue;
+		}
+		if (h->nwait == h->waitcap && h->wfirst) {
+			memmove(h->wait, h->wait + h->wfirst, (h->nwait - h->wfirst) * sizeof *h->wait);
+			h->nwait -= h->wfirst;
+			h->wfirst = 0;
+		}
+		if (h->nwait == h->waitcap) {
+			size_t cap = h->waitcap ? h->waitcap * 2 : 64;
+
+			if (!(w = realloc(h->wait, cap * sizeof *h->wait)))
+				return -1;
+			h->wait = w;
+			h->waitcap = cap;
+		}
+		w = &h->wait[h->nwait++];
+		w->p = m->p;
+		w->n = m->n;
+		w->peer = m->peer;
+		w->seq = m->seq;
+		w->idh = m->idh;
+		/* its spans point into p, which moves along; the extras it has, not 32 */
+		memcpy(&w->msg, &m->msg, offsetof(struct maro_msg, extra));
+		memcpy(w->msg.extra, m->msg.extra, m->msg.nextra * sizeof m->msg.extra[0]);
+		m->p = NULL;	/* now the waiting list's */
+	}
+	return 0;
+}
+
+/*
+ * The reply for a waiting request went out (sent), or was given up on:
+ * acknowledge that request, unless the reply goes to its sender's private
+ * reply inbox, where it settles the request (maro(7), DELIVERY): then an
+ * ack would be one more frame, and one more wake-up, per task.  One given
+ * up on is only forgotten: its sender keeps it.
+ */
+static void
+answered(struct maro_handler_host *x, struct maro_handler *h, size_t k, int sent)
+{
+	const struct maro_msg *m = &h->wait[k].msg;
+
+	/* only its id is needed: no copy of the message per task */
+	if (sent && m->reply_to.p && m->reply_to.n > 1 && m->reply_to.p[0] == '~')
+		maro_inbox_settled_hash(x->ib, h->wait[k].idh);
+	else if (sent)
+		ack(x, h->wait[k].peer, h->wait[k].seq, m);
+	maro_hold_forget(x->hold, m->message_id, h->wait[k].idh);
+	free(h->wait[k].p);
+	if (k == h->wfirst)
+		h->wfirst++;
+	else
+		memmove(h->wait + k, h->wait + k + 1, (--h->nwait - k) * sizeof *h->wait);
+	if (h->wfirst == h->nwait)
+		h->wfirst = h->nwait = 0;
+}
+
+/*
+ * A coprocess that has had requests, all handed over, and has written
+ * nothing for MARO_HANDLER_SILENT_US most likely holds its answers in a
+ * stdio buffer (a pipe is not a terminal): noted once.
+ */
+static void
+silent(struct maro_handler_host *x, struct maro_handler *h)
+{
+	struct maro_handler_note n = { .what = MARO_HANDLER_SILENT, .h = h };
+	int64_t now = maro_now_us();
+
+	if (h->nwait == h->wfirst || h->wbuf.len) {
+		h->silent_since = 0;
+		return;
+	}
+	if (!h->silent_since)
+		h->silent_since = now;
+	if (h->said_silent || now - h->silent_since < MARO_HANDLER_SILENT_US)
+		return;
+	h->said_silent = 1;
+	n.count = h->nwait - h->wfirst;
+	note(x, &n);
+}
+
+/* raw: each line answers the oldest waiting request.  As maro_handler_co_pump. */
+static int
+pump_lines(struct maro_handler_host *x, struct maro_handler *h)
+{
+	size_t max = x->c->limits.max_item;
+
+	while (h->rd.buf.len > h->rd.start) {
+		const char *s = (const char *)h->rd.buf.p + h->rd.start;
+		const char *nl = memchr(s, '\n', h->rd.buf.len - h->rd.start);
+
+		if (!nl && h->rd.buf.len - h->rd.start > max) {
+			struct maro_handler_note n = { .what = MARO_HANDLER_LONG_LINE, .h = h,
+				.offset = h->rd.base + h->rd.start, .count = max };
+
+			note(x, &n);
+			return -2;
+		}
+		if (!nl)
+			break;
+		if (h->nwait > h->wfirst)
+			answered(x, h, h->wfirst, route_raw(x, &h->wait[h->wfirst].msg, s, (size_t)(nl - s)) == 0);
+		else
+			note_err(x, h, MARO_HANDLER_STRAY_LINE, 0, NULL);
+		h->rd.start += (size_t)(nl - s) + 1;
+	}
+	return h->rd.eof ? -1 : 0;
+}
+
+int
+maro_handler_co_pump(struct maro_handler_host *x, struct maro_handler *h)
+{
+	const uint8_t *p;
+	size_t n;
+	uint64_t off;
+	struct maro_err err;
+	ssize_t k;
+
+	while (h->wbuf.len) {
+		k = write(h->in, h->wbuf.p, h->wbuf.len);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0 && errno == EAGAIN)
+			break;
+		if (k < 0)
+			return -1;
+		memmove(h->wbuf.p, h->wbuf.p + k, h->wbuf.len - (size_t)k);
+		h->wbuf.len -= (size_t)k;
+	}
+	/* what is buffered stays within max_item: a coprocess that floods is read no faster */
+	while (h->rd.buf.len - h->rd.start <= x->c->limits.max_item) {
+		k = maro_reader_fill(&h->rd);
+		if (k < 0 && (errno == EAGAIN || errno == EINTR))
+			break;
+		if (k < 0 || (k == 0 && h->rd.eof && !maro_reader_pending(&h->rd)))
+			return -1;
+		if (k == 0)
+			break;
+		h->silent_since = 0;
+	}
+	silent(x, h);
+	if (x->raw)
+		return pump_lines(x, h);
+	for (;;) {
+		struct maro_msg m;
+		int rc = maro_reader_next(&h->rd, &p, &n, &off, &err);
+
+		if (rc == 0)
+			break;
+		if (rc < 0) {
+			note_err(x, h, MARO_HANDLER_BAD_CBOR, err.offset, &err);
+			return -2;
+		}
+		/* not sent: its request stays waiting, unacknowledged */
+		if (route(x, p, n) < 0 || maro_msg_decode(&m, p, n, &err) < 0 || !m.session_id.p)
+			continue;
+		for (size_t i = h->wfirst; i < h->nwait; i++) {
+			const struct maro_msg *w = &h->wait[i].msg;
+
+			if (w->session_id.n == m.session_id.n &&
+			    !memcmp(w->session_id.p, m.session_id.p, m.session_id.n)) {
+				answered(x, h, i, 1);
+				break;
+			}
+		}
+	}
+	return 0;
+}
+
+int
+maro_handler_co_resent(struct maro_handler *h, const struct maro_delivery *dl)
+{
+	for (size_t k = h->wfirst; k < h->nwait; k++) {
+		const struct maro_msg *w = &h->wait[k].msg;
+
+		if (w->message_id.n == dl->msg.message_id.n &&
+		    !memcmp(w->message_id.p, dl->msg.message_id.p, w->message_id.n)) {
+			h->wait[k].peer = dl->peer;
+			h->wait[k].seq = dl->seq;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+void
+maro_handler_free(struct maro_handler *h)
+{
+	if (h->in >= 0)
+		close(h->in);
+	/* one that ended is reaped, and what it left in its group killed */
+	if (h->pid)
+		maro_child_stop(h->pid > 0 ? h->pid : -h->pid, MARO_HANDLER_GRACE_US);
+	if (h->out >= 0)
+		close(h->out);
+	maro_reader_free(&h->rd);
+	maro_buf_free(&h->wbuf);
+	while (h->nwait > h->wfirst)
+		free(h->wait[--h->nwait].p);
+	free(h->wait);
+	maro_child_env_free(h->env);
+	memset(h, 0, sizeof *h);
+}
