@@ -374,6 +374,35 @@ struct match {
 	unsigned *have, *need;
 };
 
+/*
+ * Whether message j counts toward unit u: it matches and is not taken;
+ * for a percentage, its source is also not one an older message counted
+ * already (P% of the workers is that many workers, not messages).  Older
+ * messages counted are those untaken and matching before j; while taking,
+ * those marked 2.
+ */
+static int
+same_text(struct maro_str a, struct maro_str b)
+{
+	return a.n == b.n && (a.n == 0 || !memcmp(a.p, b.p, a.n));
+}
+
+static int
+counts(const struct match *m, const struct maro_event_unit *u, size_t j, int taking)
+{
+	size_t k;
+
+	if (m->take[j] || !maro_event_unit_matches(u, &m->msgs[j]))
+		return 0;
+	if (!u->percent)
+		return 1;
+	for (k = 0; k < j; k++)
+		if ((taking ? m->take[k] == 2 : !m->take[k] && maro_event_unit_matches(u, &m->msgs[k])) &&
+		    same_text(m->msgs[k].source, m->msgs[j].source))
+			return 0;
+	return 1;
+}
+
 static int
 eval(struct match *m, int node)
 {
@@ -386,8 +415,7 @@ eval(struct match *m, int node)
 		size_t j;
 
 		for (j = 0; j < m->n && (need == 0 || got < need); j++)
-			if (!m->take[j] && maro_event_unit_matches(u, &m->msgs[j]))
-				got++;
+			got += counts(m, u, j, 0);
 		if (m->have && got > m->have[nd->unit])
 			m->have[nd->unit] = got;
 		if (m->need)
@@ -395,10 +423,13 @@ eval(struct match *m, int node)
 		if (need == 0 || got < need)
 			return 0;
 		for (j = 0, got = 0; j < m->n && got < need; j++)
-			if (!m->take[j] && maro_event_unit_matches(u, &m->msgs[j])) {
-				m->take[j] = 1;
+			if (counts(m, u, j, 1)) {
+				/* the oldest of each source: its later ones stay for the next trigger */
+				m->take[j] = 2;
 				got++;
 			}
+		for (j = 0; j < m->n; j++)
+			m->take[j] = m->take[j] != 0;
 		return 1;
 	}
 	if (nd->kind == MARO_EVENT_AND) {

@@ -161,6 +161,22 @@ mark_must(const struct maro_event *e, int node, unsigned char *must)
 			mark_must(e, n->child[i], must);
 }
 
+/* Whether an older message of the same source was counted toward percentage unit u. */
+static int
+source_counted(const struct maro_hold *h, size_t i, int u)
+{
+	struct maro_str a = h->msg[i].msg.source;
+	size_t k;
+
+	for (k = 0; k < i; k++) {
+		struct maro_str b = h->msg[k].msg.source;
+
+		if (h->msg[k].acked == u + 1 && a.n == b.n && (a.n == 0 || !memcmp(a.p, b.p, a.n)))
+			return 1;
+	}
+	return 0;
+}
+
 size_t
 maro_hold_ack_sure(struct maro_hold *h, struct maro_inbox *ib, const struct maro_event *e,
     const unsigned *live)
@@ -180,9 +196,9 @@ maro_hold_ack_sure(struct maro_hold *h, struct maro_inbox *ib, const struct maro
 			const struct maro_event_unit *eu = &e->units[u];
 
 			if (must[u] && h->counted[u] < maro_event_need(eu, live[u]) &&
-			    maro_event_unit_matches(eu, &m)) {
+			    maro_event_unit_matches(eu, &m) && !(eu->percent && source_counted(h, i, u))) {
 				maro_hold_ack(h, ib, i);
-				h->msg[i].acked = 1;
+				h->msg[i].acked = (unsigned char)(u + 1);
 				h->counted[u]++;
 				n++;
 				break;

@@ -29,7 +29,7 @@ struct maro_held {
 	uint64_t seq;
 	uint64_t serial;	/* in arrival order: msg[] is sorted by it */
 	uint64_t idh;		/* its message_id's hash (maro_inbox_id_hash), hashed once */
-	unsigned char acked;	/* acknowledged already (maro_hold_ack_sure) */
+	unsigned char acked;	/* acknowledged already (maro_hold_ack_sure): 1 + the unit it counted toward */
 	struct maro_msg msg;	/* views into p */
 };
 

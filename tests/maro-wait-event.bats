@@ -70,18 +70,38 @@ live() { maro-peers -f json | grep -c "\"$1" || :; }
 	assert_output 'worker_01#1'
 }
 
-@test "60% of 5 live workers is 3" {
+@test "60% of 5 live workers is 3 workers, not 3 messages; N counts messages" {
+	local first second
 	for i in 1 2 3 4 5; do idle "worker.$i"; done
 	wait_until 10 live_is worker. 5
 	note w-x update 1   # not a worker: does not count
 	note worker.1 update 2
-	# at -W, the two counted (and acknowledged) are written, not lost
+	# at -W, what was counted (and acknowledged) is written, not lost: one
+	# of worker.1's two updates (they race); the other is not a second worker
 	run -124 --separate-stderr timeout 10 maro-wait-event -n master -W 2s -f payload 'worker:update:60%'
-	assert_equal "$(printf '%s\n' "${lines[@]}" | sort)" $'worker.1#1\nworker.1#2'
+	[[ "$output" =~ ^worker\.1#[12]$ ]] || fail "wrote '$output'"
+	first=$output
+	[[ "$stderr" == *"still missing: worker:update 1/3"* ]]
+	note worker.2 update 2
+	# the other of worker.1's (resent all along) and one of worker.2's
+	run -124 --separate-stderr timeout 10 maro-wait-event -n master -W 2s -f payload 'worker:update:60%'
+	[ "${#lines[@]}" -eq 2 ]
+	assert_line "worker.1#$((3 - ${first#worker.1#}))"
+	assert_line --regexp '^worker\.2#[12]$'
+	second=$(grep worker.2 <<< "$output")
 	[[ "$stderr" == *"still missing: worker:update 2/3"* ]]
-	note worker.2 update 3
+	# a new barrier: worker.2's other update and two more workers hold it
+	note worker.3 update 2
+	note worker.4 update 1
 	run -0 timeout 30 maro-wait-event -n master -W 20s -f payload 'worker:update:60%'
-	assert_equal "$(printf '%s\n' "${lines[@]}" | sort)" $'worker.2#1\nworker.2#2\nworker.2#3'
+	[ "${#lines[@]}" -eq 3 ]
+	assert_line "worker.2#$((3 - ${second#worker.2#}))"
+	assert_line --regexp '^worker\.3#[12]$'
+	assert_line 'worker.4#1'
+	# a count is of messages, whoever sent them: worker.1's two
+	note worker.1 again 2
+	run -0 timeout 30 maro-wait-event -n master -W 20s -f payload 'worker:again:2'
+	assert_equal "$(printf '%s\n' "${lines[@]}" | sort)" $'worker.1#1\nworker.1#2'
 }
 
 @test "a progress report never waits for the others: three updates in a row to a 60% barrier of five" {
@@ -124,12 +144,13 @@ live() { maro-peers -f json | grep -c "\"$1" || :; }
 @test "a worker killed mid-wait lowers the 60% bar" {
 	for i in 1 2 3 4 5; do idle "worker.$i"; eval "p$i=\$BG_PID"; done
 	wait_until 10 live_is worker. 5
-	note worker.1 update 2
+	note worker.1 update 1
+	note worker.2 update 1
 	bg 60 maro-wait-event -n master -W 50s -f payload 'worker:update:60%'
 	waiter=$BG_PID
 	kill -9 "$(child_pid "$p5" maro-recv)"
 	kill -9 "$(child_pid "$p4" maro-recv)"
-	# 60% of 3 is 2: the two updates suffice
+	# 60% of 3 is 2: the two workers' updates suffice
 	wait_exit "$waiter" 30
 	[ "$status" -eq 0 ]
 }

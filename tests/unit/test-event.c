@@ -85,6 +85,24 @@ test_match(void)
 	/* no live peers yet: keep waiting */
 	live[0] = 0;
 	CHECK(maro_event_match(&e, m, 5, live, take, NULL, NULL) == 0);
+	/* a percentage counts workers: worker.1's second update is not a second worker */
+	live[0] = 2;
+	m[0] = msg("worker.1", "update");
+	m[1] = msg("worker.1", "update");
+	m[2] = msg("worker.2", "update");
+	m[3] = msg("worker.1", "update");
+	CHECK(maro_event_match(&e, m, 2, live, take, have, need) == 0 && have[0] == 1 && need[0] == 2);
+	/* the oldest of each worker is taken; the rest stay for the next trigger */
+	CHECK(maro_event_match(&e, m, 4, live, take, have, need) == 1 && have[0] == 2 &&
+	    take[0] && !take[1] && take[2] && !take[3]);
+	/* beside another unit that took worker.1's oldest, its next one counts */
+	parse(&e, "worker.1:update:1 AND worker:update:100%", &col);
+	live[1] = 2;
+	CHECK(maro_event_match(&e, m, 3, live, take, NULL, NULL) == 1 && take[0] && take[1] && take[2]);
+	CHECK(maro_event_match(&e, m, 2, live, take, NULL, NULL) == 0);
+	/* a count is of messages, whoever sent them */
+	parse(&e, "worker:update:2", &col);
+	CHECK(maro_event_match(&e, m, 2, live, take, NULL, NULL) == 1 && take[0] && take[1]);
 	/* rounded up, at least 1 */
 	parse(&e, "worker:update:10%", &col);
 	live[0] = 3;
