@@ -99,6 +99,7 @@ main(int argc, char **argv)
 	test_hash();
 	test_transport();
 	test_child();
+	test_workq();
 	printf("unit: %d passed, %d failed\n", unit_passed, unit_failed);
 	return unit_failed ? 1 : 0;
 }

@@ -24,6 +24,7 @@ void test_hash(void);
 int hash_child(void);
 void test_transport(void);
 void test_child(void);
+void test_workq(void);
 
 /* Fixtures the bats suites run as "unit-tests NAME ARGS". */
 int fixture_hostile(const char *endpoint);
