@@ -110,6 +110,22 @@ out:
 	return rc;
 }
 
+int
+maro_taskin_unsent(const uint8_t *req, size_t n, struct maro_buf *out, struct maro_err *err)
+{
+	struct maro_msg m;
+
+	if (maro_msg_decode(&m, req, n, err) < 0)
+		return -1;
+	m.message_id = (struct maro_str){ 0 };
+	m.reply_to = (struct maro_str){ 0 };
+	if (maro_msg_encode(&m, out) < 0) {
+		errno = ENOMEM;
+		return -1;
+	}
+	return 0;
+}
+
 struct maro_str
 maro_taskin_session(const struct maro_taskin *in)
 {

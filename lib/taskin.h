@@ -43,6 +43,12 @@ int maro_taskin_next(struct maro_taskin *in, struct maro_reader *r, const uint8_
  * offset within the item) for an item that cannot be a task, or with ENOMEM.
  */
 int maro_taskin_make(struct maro_taskin *in, const uint8_t *p, size_t n, struct maro_err *err);
+/*
+ * A request (n bytes) as a new message, appended to out: without its
+ * message_id and reply_to, so that sent again it is not taken for a copy
+ * and dropped.  0, or -1 with err (not a message) or ENOMEM.
+ */
+int maro_taskin_unsent(const uint8_t *req, size_t n, struct maro_buf *out, struct maro_err *err);
 /* The session id of in->req. */
 struct maro_str maro_taskin_session(const struct maro_taskin *in);
 void maro_taskin_free(struct maro_taskin *in);
