@@ -71,7 +71,7 @@ maro_taskin_make(struct maro_taskin *in, const uint8_t *p, size_t n, struct maro
 	struct maro_buf payload = { 0 };
 	struct maro_msg m;
 	char ids[2][MARO_UUID_LEN + 1];
-	int rc = -1;
+	int rc = -1, err_keep;
 
 	err->offset = 0;
 	if (in->tag) {
@@ -106,7 +106,9 @@ maro_taskin_make(struct maro_taskin *in, const uint8_t *p, size_t n, struct maro
 	}
 	rc = 0;
 out:
+	err_keep = errno;
 	maro_buf_free(&payload);
+	errno = err_keep;
 	return rc;
 }
 

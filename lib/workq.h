@@ -5,10 +5,11 @@
  * the queue, or with retries is given up; with ordered output the replies
  * are held until the tasks before them are finished.
  *
- * Bookkeeping only: it neither sends nor receives nor prints.  The tool
- * sends what maro_workq_head names and says so with maro_workq_sent, hands
- * in what came back (maro_workq_answered, maro_workq_reply), and is told
- * through its callbacks of the replies to write and the tasks given up.
+ * Bookkeeping only: it neither sends nor receives nor prints.  Its user
+ * (lib/scatter) sends what maro_workq_head names and says so with
+ * maro_workq_sent, hands in what came back (maro_workq_answered,
+ * maro_workq_reply); the tool is told through the callbacks of the
+ * replies to write and the tasks given up.
  *
  * Tasks are numbered from 0 in the order they were added, over the whole
  * run.  A task lives until its reply is written (or it is given up and,
