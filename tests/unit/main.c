@@ -102,6 +102,7 @@ main(int argc, char **argv)
 	test_view();
 	test_jobs();
 	test_input();
+	test_workq();
 	printf("unit: %d passed, %d failed\n", unit_passed, unit_failed);
 	return unit_failed ? 1 : 0;
 }

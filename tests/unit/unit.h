@@ -27,6 +27,7 @@ void test_child(void);
 void test_view(void);
 void test_jobs(void);
 void test_input(void);
+void test_workq(void);
 
 /* Fixtures the bats suites run as "unit-tests NAME ARGS". */
 int fixture_hostile(const char *endpoint);

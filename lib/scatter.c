@@ -1,0 +1,253 @@
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "registry.h"
+#include "scatter.h"
+#include "trace.h"
+
+#define NO_PEER MARO_WORKQ_NO_PEER
+#define REFRESH_US 250000
+
+static void
+on_ack(void *arg, const char *dest, const uint8_t *p, size_t n)
+{
+	struct maro_scatter *sc = arg;
+	struct maro_msg m;
+	struct maro_err err;
+	size_t i;
+
+	(void)dest;
+	sc->delivered++;
+	if (!sc->async)
+		return;
+	sc->q.put(sc->q.arg, p, n);
+	/* delivered: the task is done, and a peer that leaves later owes nothing */
+	if (maro_msg_decode(&m, p, n, &err) >= 0 && maro_workq_answered(&sc->q, m.session_id, &i))
+		maro_workq_reply(&sc->q, i, NULL, 0);
+}
+
+int
+maro_scatter_start(struct maro_scatter *sc, const char *name)
+{
+	sc->in.reply_to = sc->async ? name : sc->rq.name;
+	sc->ob = maro_outbox_new(sc->c, NULL, on_ack, sc);
+	if (!sc->ob) {
+		errno = ENOMEM;
+		return -1;
+	}
+	/*
+	 * async: an acknowledgement is what frees a peer's window (a worker's
+	 * acks would otherwise wait 2 ms); without it replies do, and settle
+	 */
+	if (sc->async)
+		maro_outbox_prompt(sc->ob);
+	return 0;
+}
+
+void
+maro_scatter_end(struct maro_scatter *sc)
+{
+	maro_workq_free(&sc->q);
+	maro_taskin_free(&sc->in);
+	maro_outbox_free(sc->ob);
+	sc->ob = NULL;
+	maro_requester_close(&sc->rq);
+}
+
+int
+maro_scatter_add(struct maro_scatter *sc, const uint8_t *p, size_t n, struct maro_err *err)
+{
+	if (maro_taskin_make(&sc->in, p, n, err) < 0)
+		return -1;
+	if (maro_workq_add(&sc->q, sc->in.req.p, sc->in.req.len, &sc->in.dest,
+	    maro_taskin_session(&sc->in)) < 0) {
+		errno = ENOMEM;	/* the session's length was checked by taskin */
+		return -1;
+	}
+	return 0;
+}
+
+/* Live membership, from the registry: joins get work, leaves give theirs back. */
+static int
+refresh(struct maro_scatter *sc)
+{
+	struct maro_entry *v;
+	ssize_t k, i;
+	size_t p;
+	unsigned n;
+	int rc = -1;
+
+	k = maro_registry_list(sc->c->reg, sc->prefix, &v);
+	if (k < 0)
+		return 0;	/* keep the peers we know until the registry answers */
+	maro_workq_peers_begin(&sc->q);
+	for (i = 0; i < k; i++) {
+		int joined = maro_workq_peer_seen(&sc->q, v[i].name);
+
+		if (joined < 0)
+			goto out;
+		if (joined)
+			maro_trace("peer '%s' joined", v[i].name);
+	}
+	/* the outbox forgets what it held for a peer that left */
+	while ((p = maro_workq_peer_gone(&sc->q)) != NO_PEER) {
+		maro_outbox_drop(sc->ob, sc->q.peers[p].name);
+		if (maro_workq_peer_lost(&sc->q, p, &n) < 0)
+			goto out;
+		if (n && sc->left)
+			sc->left(sc->q.arg, sc->q.peers[p].name, n);
+	}
+	rc = 0;
+out:
+	free(v);
+	return rc;
+}
+
+int
+maro_scatter_peers(struct maro_scatter *sc, int64_t now, int fresh)
+{
+	if (!sc->prefix)
+		return 0;
+	/* new work after a pause: peers that joined meanwhile get a share of it */
+	if (fresh ? sc->next_refresh - REFRESH_US + 20000 > now : now < sc->next_refresh)
+		return 0;
+	sc->next_refresh = now + REFRESH_US;
+	return refresh(sc);
+}
+
+int
+maro_scatter_timeouts(struct maro_scatter *sc, int64_t now)
+{
+	int64_t t = sc->task_timeout;
+	size_t i;
+
+	if (!t || now < sc->next_check)
+		return 0;
+	for (i = maro_workq_first(&sc->q); maro_workq_overdue(&sc->q, now, t, &i); i++) {
+		struct maro_workq_task *task = maro_workq_task(&sc->q, i);
+		const char *peer = sc->q.peers[task->peer].name;
+
+		maro_outbox_settle(sc->ob, peer, maro_str_c(task->session));
+		maro_trace("task %zu of the input timed out at '%s'", i + 1, peer);
+		if (maro_workq_fail(&sc->q, i, "timed out") < 0)
+			return -1;
+	}
+	sc->next_check = now + (t < 1000000 ? t / 10 + 1 : 100000);
+	return 0;
+}
+
+/*
+ * Sends task i to peer p (or to its own destination when p is NO_PEER):
+ * 0; 1 when it cannot now (the window to it is full); -1 with ENOMEM.  The task
+ * was encoded once, when read: a peer's name is spliced into it
+ * (maro_msg_redirect), not decoded and encoded again for every dispatch.
+ */
+static int
+send_task(struct maro_scatter *sc, size_t i, size_t p)
+{
+	struct maro_workq_task *t = maro_workq_task(&sc->q, i);
+	int first = !t->sent;
+
+	if (p != NO_PEER) {
+		const char *dest = sc->q.peers[p].name;
+		uint8_t *q = maro_outbox_begin(sc->ob, dest, maro_msg_redirect_max(t->n, strlen(dest)));
+		size_t n;
+
+		if (!q)
+			return 1;
+		n = maro_msg_redirect(q, t->msg, t->n, &t->dest, maro_str_c(dest));
+		/* the session_id, after the destination, moved by the change in length: settle needs no search */
+		maro_outbox_commit_sid(sc->ob, n, t->dest.sid + n - t->n, t->dest.sid_n);
+	} else {
+		struct maro_str d;
+		char buf[MARO_NAME_MAX + 1];
+
+		if (maro_msg_text(t->msg, t->n, "destination", &d) != 1)
+			return 1;	/* taskin saw it: cannot happen */
+		snprintf(buf, sizeof buf, "%.*s", (int)d.n, d.p);
+		if (maro_outbox_put(sc->ob, buf, t->msg, t->n) < 0)
+			return 1;
+	}
+	if (maro_workq_sent(&sc->q, i, p, maro_now_us()) < 0 ||
+	    (first && !sc->async && maro_requester_expect(&sc->rq, maro_str_c(t->session), 1) < 0)) {
+		errno = ENOMEM;
+		return -1;
+	}
+	return 0;
+}
+
+int
+maro_scatter_dispatch(struct maro_scatter *sc)
+{
+	size_t i, p;
+	int moved = 0, rc;
+
+	while (maro_workq_head(&sc->q, &i)) {
+		if (!sc->prefix)
+			p = NO_PEER;
+		else if ((p = maro_workq_pick(&sc->q, sc->async)) == NO_PEER)
+			break;
+		if ((rc = send_task(sc, i, p)) != 0)
+			return rc < 0 ? -1 : moved;	/* 1: that peer's outbox window is full */
+		maro_workq_pop(&sc->q);
+		moved = 1;
+	}
+	return moved;
+}
+
+int
+maro_scatter_replies(struct maro_scatter *sc)
+{
+	struct maro_delivery d;
+	struct maro_workq_task *t;
+	size_t i;
+	int moved = 0;
+
+	if (!sc->rq.inbox)
+		return 0;
+	while (maro_requester_next(&sc->rq, &d) == 1) {
+		moved = 1;	/* a peer may be free again */
+		/* a task takes its first reply, and no other */
+		if ((t = maro_workq_answered(&sc->q, d.msg.session_id, &i))) {
+			if (t->peer != NO_PEER)
+				maro_outbox_settle(sc->ob, sc->q.peers[t->peer].name, d.msg.session_id);
+			if (maro_workq_reply(&sc->q, i, d.p, d.n) < 0)
+				return -1;
+		}
+		maro_inbox_done(sc->rq.inbox, &d);
+	}
+	return moved;
+}
+
+size_t
+maro_scatter_missing(const struct maro_scatter *sc)
+{
+	return sc->async ? maro_outbox_pending(sc->ob) : sc->q.ntasks - sc->q.ndone;
+}
+
+int
+maro_scatter_pollitems(struct maro_scatter *sc, zmq_pollitem_t *items, int max)
+{
+	int n = 0;
+
+	if (sc->rq.inbox)
+		items[n++] = (zmq_pollitem_t){ maro_inbox_pollable(sc->rq.inbox), 0, ZMQ_POLLIN, 0 };
+	return n + maro_outbox_pollitems(sc->ob, items + n, max);
+}
+
+int64_t
+maro_scatter_wake(const struct maro_scatter *sc, int64_t wake)
+{
+	if (maro_outbox_deadline(sc->ob) < wake)
+		wake = maro_outbox_deadline(sc->ob);
+	if (sc->task_timeout && sc->next_check < wake)
+		wake = sc->next_check;
+	if (sc->prefix && sc->next_refresh < wake)
+		wake = sc->next_refresh;
+	if (sc->rq.inbox && maro_inbox_ack_deadline(sc->rq.inbox) < wake)
+		wake = maro_inbox_ack_deadline(sc->rq.inbox);
+	return wake;
+}

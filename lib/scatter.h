@@ -1,0 +1,87 @@
+/*
+ * scatter: tasks over peers, the engine of maro-scatter.  The tasks (made
+ * by taskin, queued by workq) go through an outbox to the live peers whose
+ * name starts with a prefix, as the registry lists them, each peer holding
+ * at most a window of them unanswered; or without a prefix each to its own
+ * destination.  The replies come back through a requester; with async the
+ * acknowledgements stand for them.
+ *
+ * Nothing here prints: the -v lines go through trace.h, the rest through
+ * the callbacks of the work queue (q.put, q.given_up) and sc->left, each
+ * called with q.arg.
+ */
+#ifndef MARO_SCATTER_H
+#define MARO_SCATTER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <zmq.h>
+
+#include "outbox.h"
+#include "session.h"
+#include "taskin.h"
+#include "transport.h"
+#include "workq.h"
+
+/* A peer left with inflight unanswered tasks (more than 0): they go to the others. */
+typedef void maro_scatter_left_fn(void *arg, const char *peer, unsigned inflight);
+
+struct maro_scatter {
+	/* the caller's, set before maro_scatter_start (the rest zeroed) */
+	struct maro_ctx *c;
+	const char *prefix;	/* a work queue over these peers; NULL: each task to its destination */
+	int async;		/* no replies: an acknowledged task is done, and written (q.put) */
+	int64_t task_timeout;	/* us an attempt may take; 0: any time */
+	maro_scatter_left_fn *left;	/* may be NULL */
+	struct maro_workq q;	/* its settings and callbacks */
+	struct maro_taskin in;	/* its settings, reply_to set by maro_scatter_start */
+	struct maro_requester rq;	/* opened by the caller unless async */
+	/* read only for the caller */
+	struct maro_outbox *ob;
+	uint64_t delivered;	/* tasks acknowledged by their peer */
+	/* the module's */
+	int64_t next_refresh, next_check;
+};
+
+/*
+ * Opens the outbox (sc->ob) and sets the replies' address of the tasks
+ * (the requester's inbox, or with async the member's name, given).  0, or
+ * -1 with ENOMEM.
+ */
+int maro_scatter_start(struct maro_scatter *sc, const char *name);
+/* Closes the outbox and the requester, frees the tasks. */
+void maro_scatter_end(struct maro_scatter *sc);
+/*
+ * Adds the task of one input item (taskin): 0, or -1 with EINVAL and err
+ * for an item that cannot be a task, or with ENOMEM.
+ */
+int maro_scatter_add(struct maro_scatter *sc, const uint8_t *p, size_t n, struct maro_err *err);
+/*
+ * With a prefix, looks the peers up every 250 ms (or with fresh, new work,
+ * when the last look is 20 ms old): a peer that joined gets work, one that
+ * left gives its unanswered tasks back (sc->left).  A registry that does
+ * not answer changes nothing.  0, or -1 with ENOMEM.
+ */
+int maro_scatter_peers(struct maro_scatter *sc, int64_t now, int fresh);
+/*
+ * With a task timeout, every tenth of it (at most every 100 ms): the tasks
+ * a peer has held that long fail an attempt (workq: back to the queue, or
+ * given up).  0, or -1 with ENOMEM.
+ */
+int maro_scatter_timeouts(struct maro_scatter *sc, int64_t now);
+/*
+ * Gives work: sends the tasks of the queue, re-queued ones first, while a
+ * peer has room.  1 if it sent any, 0 if not, -1 with ENOMEM.
+ */
+int maro_scatter_dispatch(struct maro_scatter *sc);
+/* Takes the replies waiting: 1 if there were any, 0 if not, -1 with ENOMEM. */
+int maro_scatter_replies(struct maro_scatter *sc);
+/* Tasks not answered (with async: not delivered). */
+size_t maro_scatter_missing(const struct maro_scatter *sc);
+/* The reply inbox and the outbox's sockets (max at most), in items (room for max + 1): how many. */
+int maro_scatter_pollitems(struct maro_scatter *sc, zmq_pollitem_t *items, int max);
+/* The earlier of wake and when the engine has something to do next. */
+int64_t maro_scatter_wake(const struct maro_scatter *sc, int64_t wake);
+
+#endif

@@ -1,0 +1,392 @@
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "workq.h"
+
+#define NO_PEER MARO_WORKQ_NO_PEER
+
+struct maro_workq_task *
+maro_workq_task(const struct maro_workq *q, size_t i)
+{
+	return i >= q->base && i < q->ntasks ? q->tasks[i - q->base] : NULL;
+}
+
+/*
+ * Task i is finished: free it, and once the oldest tasks are all finished
+ * move the open ones to the front of tasks[].
+ */
+static void
+task_free(struct maro_workq *q, size_t i)
+{
+	struct maro_workq_task *t = maro_workq_task(q, i);
+
+	if (!t)
+		return;
+	if (t->sent)
+		maro_strset_take(&q->by_session, t->session, strlen(t->session));
+	free(t->reply);
+	free(t);
+	q->tasks[i - q->base] = NULL;
+	while (q->first < q->ntasks && !q->tasks[q->first - q->base])
+		q->first++;
+	if (q->first - q->base >= 1024 && q->first - q->base >= (q->ntasks - q->base) / 2) {
+		memmove(q->tasks, q->tasks + (q->first - q->base),
+		    (q->ntasks - q->first) * sizeof *q->tasks);
+		q->base = q->first;
+	}
+}
+
+void
+maro_workq_free(struct maro_workq *q)
+{
+	size_t i;
+
+	for (i = q->base; i < q->ntasks; i++) {
+		struct maro_workq_task *t = maro_workq_task(q, i);
+
+		if (t) {
+			free(t->reply);
+			free(t);
+		}
+	}
+	free(q->tasks);
+	free(q->queue);
+	free(q->peers);
+	maro_strset_free(&q->by_session);
+	memset(q, 0, sizeof *q);
+}
+
+/* Puts task i at the back of the queue. */
+static int
+enqueue(struct maro_workq *q, size_t i)
+{
+	if (q->head && q->head >= q->nqueue / 2) {
+		memmove(q->queue, q->queue + q->head, (q->nqueue - q->head) * sizeof *q->queue);
+		q->nqueue -= q->head;
+		q->head = 0;
+	}
+	if (q->nqueue == q->queue_cap) {
+		size_t cap = q->queue_cap ? q->queue_cap * 2 : 64;
+		size_t *v = realloc(q->queue, cap * sizeof *v);
+
+		if (!v)
+			return -1;
+		q->queue = v;
+		q->queue_cap = cap;
+	}
+	q->queue[q->nqueue++] = i;
+	return 0;
+}
+
+ssize_t
+maro_workq_add(struct maro_workq *q, const uint8_t *req, size_t n,
+    const struct maro_dest_at *dest, struct maro_str session)
+{
+	struct maro_workq_task *t;
+
+	if (session.n > MARO_WORKQ_SESSION_MAX) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (q->ntasks - q->base == q->cap) {
+		size_t cap = q->cap ? q->cap * 2 : 256;
+		struct maro_workq_task **v = realloc(q->tasks, cap * sizeof *v);
+
+		if (!v)
+			return -1;
+		q->tasks = v;
+		q->cap = cap;
+	}
+	/* one block for the task and its request: 1 allocation, not 2 of odd sizes */
+	t = calloc(1, sizeof *t + n);
+	if (!t)
+		return -1;
+	memcpy(t->req, req, n);
+	t->msg = t->req;
+	t->n = n;
+	t->dest = *dest;
+	t->peer = NO_PEER;
+	memcpy(t->session, session.p, session.n);
+	t->session[session.n] = '\0';
+	if (enqueue(q, q->ntasks) < 0) {
+		free(t);
+		return -1;
+	}
+	q->tasks[q->ntasks - q->base] = t;
+	return (ssize_t)q->ntasks++;
+}
+
+size_t
+maro_workq_queued(const struct maro_workq *q)
+{
+	return q->nqueue - q->head;
+}
+
+int
+maro_workq_head(struct maro_workq *q, size_t *i)
+{
+	while (q->head < q->nqueue) {
+		struct maro_workq_task *t = maro_workq_task(q, q->queue[q->head]);
+
+		/* answered after its peer was given up on: nothing to send */
+		if (t && !t->done) {
+			*i = q->queue[q->head];
+			return 1;
+		}
+		q->head++;
+	}
+	return 0;
+}
+
+void
+maro_workq_pop(struct maro_workq *q)
+{
+	if (q->head < q->nqueue)
+		q->head++;
+}
+
+size_t
+maro_workq_pick(struct maro_workq *q, int past_window)
+{
+	size_t i, best = NO_PEER;
+
+	for (i = 0; i < q->npeers; i++) {
+		size_t p = (q->rr + i) % q->npeers;
+
+		if (q->peers[p].live && q->peers[p].inflight < q->window &&
+		    (best == NO_PEER || q->peers[p].inflight < q->peers[best].inflight))
+			best = p;
+	}
+	/* past the window (--async: acks, not replies, free a peer): round robin over the live */
+	for (i = 0; best == NO_PEER && past_window && i < q->npeers; i++) {
+		size_t p = (q->rr + i) % q->npeers;
+
+		if (q->peers[p].live)
+			best = p;
+	}
+	if (best != NO_PEER)
+		q->rr = best + 1;
+	return best;
+}
+
+int
+maro_workq_sent(struct maro_workq *q, size_t i, size_t p, int64_t now)
+{
+	struct maro_workq_task *t = maro_workq_task(q, i);
+
+	/*
+	 * only now can a reply or an ack come for it: the tasks read ahead
+	 * stay out of this table, which stays small
+	 */
+	if (!t->sent) {
+		if (maro_strset_put(&q->by_session, t->session, strlen(t->session), i) < 0)
+			return -1;
+		t->sent = 1;
+	}
+	t->peer = p;
+	t->sent_at = now;
+	if (p != NO_PEER)
+		q->peers[p].inflight++;
+	return 0;
+}
+
+struct maro_workq_task *
+maro_workq_answered(struct maro_workq *q, struct maro_str session, size_t *i)
+{
+	uint64_t v;
+	struct maro_workq_task *t;
+
+	if (!maro_strset_get(&q->by_session, session.p, session.n, &v) ||
+	    !(t = maro_workq_task(q, v)) || t->done)
+		return NULL;
+	t->done = 1;
+	q->ndone++;
+	if (t->peer != NO_PEER && q->peers[t->peer].inflight)
+		q->peers[t->peer].inflight--;
+	t->msg = NULL;
+	*i = v;
+	return t;
+}
+
+/* Ordered: writes the replies whose tasks before them are all finished. */
+static void
+ordered_out(struct maro_workq *q)
+{
+	while (q->next_out < q->ntasks && maro_workq_task(q, q->next_out)->done) {
+		struct maro_workq_task *o = maro_workq_task(q, q->next_out);
+
+		if (o->reply)
+			q->put(q->arg, o->reply, o->reply_n);
+		task_free(q, q->next_out++);
+	}
+}
+
+int
+maro_workq_reply(struct maro_workq *q, size_t i, const uint8_t *p, size_t n)
+{
+	struct maro_workq_task *t = maro_workq_task(q, i);
+
+	if (!q->ordered) {
+		if (p)
+			q->put(q->arg, p, n);
+		task_free(q, i);
+		return 0;
+	}
+	if (p) {
+		t->reply = malloc(n ? n : 1);
+		if (!t->reply)
+			return -1;
+		memcpy(t->reply, p, n);
+		t->reply_n = n;
+	}
+	ordered_out(q);
+	return 0;
+}
+
+int
+maro_workq_fail(struct maro_workq *q, size_t i, const char *why)
+{
+	struct maro_workq_task *t = maro_workq_task(q, i);
+
+	if (t->peer != NO_PEER && q->peers[t->peer].inflight)
+		q->peers[t->peer].inflight--;
+	t->peer = NO_PEER;
+	t->attempts++;
+	if (!q->retries || t->attempts < q->retries)
+		return enqueue(q, i);
+	t->done = t->failed = 1;
+	q->ndone++;
+	q->nfailed++;
+	if (q->given_up)
+		q->given_up(q->arg, i, t, why);
+	if (q->ordered)
+		ordered_out(q);
+	else
+		task_free(q, i);
+	return 0;
+}
+
+int
+maro_workq_overdue(const struct maro_workq *q, int64_t now, int64_t timeout, size_t *i)
+{
+	for (; *i < q->ntasks; ++*i) {
+		struct maro_workq_task *t = maro_workq_task(q, *i);
+
+		if (t && !t->done && t->peer != NO_PEER && now - t->sent_at >= timeout)
+			return 1;
+	}
+	return 0;
+}
+
+size_t
+maro_workq_first(const struct maro_workq *q)
+{
+	return q->first;
+}
+
+void
+maro_workq_peers_begin(struct maro_workq *q)
+{
+	size_t p;
+
+	for (p = 0; p < q->npeers; p++)
+		q->peers[p].live |= 2;	/* to be confirmed */
+}
+
+int
+maro_workq_peer_seen(struct maro_workq *q, const char *name)
+{
+	struct maro_workq_peer *v;
+	size_t p;
+	int was;
+
+	for (p = 0; p < q->npeers; p++)
+		if (!strcmp(q->peers[p].name, name))
+			break;
+	if (p == q->npeers) {
+		v = realloc(q->peers, (q->npeers + 1) * sizeof *v);
+		if (!v)
+			return -1;
+		q->peers = v;
+		memset(&q->peers[p], 0, sizeof *q->peers);
+		snprintf(q->peers[p].name, sizeof q->peers[p].name, "%s", name);
+		q->npeers++;
+	}
+	was = q->peers[p].live;
+	q->peers[p].live = 1;
+	return !was;
+}
+
+size_t
+maro_workq_peer_gone(const struct maro_workq *q)
+{
+	size_t p;
+
+	for (p = 0; p < q->npeers; p++)
+		if (q->peers[p].live & 2)
+			return p;
+	return NO_PEER;
+}
+
+int
+maro_workq_peer_lost(struct maro_workq *q, size_t p, unsigned *inflight)
+{
+	size_t i;
+
+	*inflight = q->peers[p].inflight;
+	q->peers[p].live = 0;
+	for (i = q->first; i < q->ntasks; i++) {
+		struct maro_workq_task *t = maro_workq_task(q, i);
+
+		if (t && !t->done && t->peer == p && maro_workq_fail(q, i, "its peer left") < 0)
+			return -1;
+	}
+	q->peers[p].inflight = 0;
+	return 0;
+}
+
+void
+maro_workq_flush(struct maro_workq *q)
+{
+	size_t i;
+
+	for (i = q->next_out; i < q->ntasks; i++) {
+		struct maro_workq_task *t = maro_workq_task(q, i);
+
+		if (t && t->done && t->reply)
+			q->put(q->arg, t->reply, t->reply_n);
+	}
+}
+
+/* "12s", "4m05s", "1h02m": a time left, for people */
+static void
+say_duration(char *out, size_t len, double secs)
+{
+	long t = secs < 0 ? 0 : secs > 359999 ? 359999 : (long)(secs + 0.5);
+
+	if (t < 60)
+		snprintf(out, len, "%lds", t);
+	else if (t < 3600)
+		snprintf(out, len, "%ldm%02lds", t / 60, t % 60);
+	else
+		snprintf(out, len, "%ldh%02ldm", t / 3600, t / 60 % 60);
+}
+
+void
+maro_workq_progress(const struct maro_workq *q, double secs, int total_known, char *out,
+    size_t len)
+{
+	double rate = secs > 0 ? (double)q->ndone / secs : 0.0;
+	char eta[64] = "", left[32], failed[32] = "";
+
+	if (total_known && q->ndone < q->ntasks && rate > 0) {
+		say_duration(left, sizeof left, (double)(q->ntasks - q->ndone) / rate);
+		snprintf(eta, sizeof eta, ", %s left", left);
+	}
+	if (q->nfailed)
+		snprintf(failed, sizeof failed, " (%zu failed)", q->nfailed);
+	snprintf(out, len, "%zu/%zu%s done%s, %.0f/s%s", q->ndone, q->ntasks, total_known ? "" : "+",
+	    failed, rate, eta);
+}

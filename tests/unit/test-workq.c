@@ -1,0 +1,182 @@
+#include <stdio.h>
+#include <string.h>
+
+#include "unit.h"
+#include "workq.h"
+
+struct seen {
+	char out[64];		/* the replies written, one letter each */
+	size_t given_up[8], ngiven_up;
+};
+
+static void
+put(void *arg, const uint8_t *p, size_t n)
+{
+	struct seen *w = arg;
+
+	strncat(w->out, (const char *)p, n);
+}
+
+static void
+given_up(void *arg, size_t i, const struct maro_workq_task *t, const char *why)
+{
+	struct seen *w = arg;
+
+	if (w->ngiven_up < 8 && t->msg && t->failed && why)
+		w->given_up[w->ngiven_up++] = i;
+}
+
+static size_t
+add(struct maro_workq *q, const char *session)
+{
+	struct maro_dest_at d = { 0 };
+
+	return (size_t)maro_workq_add(q, (const uint8_t *)"req", 3, &d, maro_str_c(session));
+}
+
+/* Takes the head of the queue and sends it to the peer picked: that peer, or NO_PEER. */
+static size_t
+send_next(struct maro_workq *q, size_t *task)
+{
+	size_t i, p;
+
+	if (!maro_workq_head(q, &i) || (p = maro_workq_pick(q, 0)) == MARO_WORKQ_NO_PEER)
+		return MARO_WORKQ_NO_PEER;
+	maro_workq_sent(q, i, p, 1000);
+	maro_workq_pop(q);
+	*task = i;
+	return p;
+}
+
+static void
+answer(struct maro_workq *q, const char *session, const char *reply)
+{
+	size_t i;
+
+	if (maro_workq_answered(q, maro_str_c(session), &i))
+		maro_workq_reply(q, i, (const uint8_t *)reply, strlen(reply));
+}
+
+void
+test_workq(void)
+{
+	struct maro_workq q = { 0 };
+	struct seen w = { 0 };
+	struct maro_dest_at d = { 0 };
+	char longid[200], text[128];
+	size_t i, t0, t1, t2, a, b;
+	unsigned n;
+
+	q.window = 1;
+	q.put = put;
+	q.given_up = given_up;
+	q.arg = &w;
+	memset(longid, 'x', sizeof longid - 1);
+	longid[sizeof longid - 1] = '\0';
+	CHECK(maro_workq_add(&q, (const uint8_t *)"r", 1, &d, maro_str_c(longid)) == -1);
+	CHECK(add(&q, "s0") == 0 && add(&q, "s1") == 1 && add(&q, "s2") == 2);
+	CHECK(q.ntasks == 3 && maro_workq_queued(&q) == 3);
+	/* no peer yet: nothing to pick */
+	CHECK(maro_workq_pick(&q, 1) == MARO_WORKQ_NO_PEER);
+	maro_workq_peers_begin(&q);
+	CHECK(maro_workq_peer_seen(&q, "a") == 1 && maro_workq_peer_seen(&q, "b") == 1);
+	CHECK(maro_workq_peer_gone(&q) == MARO_WORKQ_NO_PEER);
+	/* window 1: each peer takes one, then none has room (but past the window one does) */
+	a = send_next(&q, &t0);
+	b = send_next(&q, &t1);
+	CHECK(a != MARO_WORKQ_NO_PEER && b != MARO_WORKQ_NO_PEER && a != b);
+	CHECK(t0 == 0 && t1 == 1 && q.peers[a].inflight == 1 && q.peers[b].inflight == 1);
+	CHECK(maro_workq_pick(&q, 0) == MARO_WORKQ_NO_PEER && maro_workq_pick(&q, 1) != MARO_WORKQ_NO_PEER);
+	/* an answer frees its peer, and a second answer to the same session is nothing */
+	answer(&q, "s1", "B");
+	CHECK(q.ndone == 1 && q.peers[b].inflight == 0 && !strcmp(w.out, "B"));
+	answer(&q, "s1", "B");
+	CHECK(q.ndone == 1 && !strcmp(w.out, "B"));
+	CHECK(send_next(&q, &t2) == b && t2 == 2);
+	/* overdue: only what was sent before now - timeout */
+	i = maro_workq_first(&q);
+	CHECK(maro_workq_overdue(&q, 1500, 1000, &i) == 0);
+	i = maro_workq_first(&q);
+	CHECK(maro_workq_overdue(&q, 2000, 1000, &i) == 1 && i == 0);
+	/* peer a left: its task goes back to the queue, and to b once b has room */
+	maro_workq_peers_begin(&q);
+	CHECK(maro_workq_peer_seen(&q, "b") == 0);
+	CHECK(maro_workq_peer_gone(&q) == a);
+	CHECK(maro_workq_peer_lost(&q, a, &n) == 0 && n == 1 && q.peers[a].inflight == 0);
+	CHECK(maro_workq_peer_gone(&q) == MARO_WORKQ_NO_PEER && !q.peers[a].live);
+	CHECK(maro_workq_task(&q, 0)->attempts == 1 && maro_workq_queued(&q) == 1);
+	CHECK(send_next(&q, &t0) == MARO_WORKQ_NO_PEER);
+	answer(&q, "s2", "C");
+	CHECK(send_next(&q, &t0) == b && t0 == 0);
+	answer(&q, "s0", "A");
+	CHECK(q.ndone == 3 && q.ntasks == 3 && !strcmp(w.out, "BCA"));
+	CHECK(maro_workq_first(&q) == 3 && maro_workq_task(&q, 0) == NULL);
+	/* a peer that comes back is live again, not new */
+	maro_workq_peers_begin(&q);
+	CHECK(maro_workq_peer_seen(&q, "a") == 0 && q.peers[a].live == 1);
+	maro_workq_progress(&q, 1.0, 1, text, sizeof text);
+	CHECK(!strcmp(text, "3/3 done, 3/s"));
+	maro_workq_free(&q);
+
+	/* ordered, with retries 2: replies in input order; a task given up leaves a hole */
+	memset(&w, 0, sizeof w);
+	q.window = 4;
+	q.retries = 2;
+	q.ordered = 1;
+	q.put = put;
+	q.given_up = given_up;
+	q.arg = &w;
+	add(&q, "o0");
+	add(&q, "o1");
+	add(&q, "o2");
+	maro_workq_peer_seen(&q, "p");
+	CHECK(send_next(&q, &t0) == 0 && send_next(&q, &t1) == 0 && send_next(&q, &t2) == 0);
+	answer(&q, "o2", "Z");
+	answer(&q, "o1", "Y");
+	CHECK(!strcmp(w.out, "") && q.ndone == 2);
+	/* o0 fails once (back to the queue), then again: given up, and the held replies go out */
+	CHECK(maro_workq_fail(&q, 0, "timed out") == 0 && w.ngiven_up == 0 && q.peers[0].inflight == 0);
+	CHECK(send_next(&q, &t0) == 0 && t0 == 0);
+	CHECK(maro_workq_fail(&q, 0, "timed out") == 0 && w.ngiven_up == 1 && w.given_up[0] == 0);
+	CHECK(q.nfailed == 1 && q.ndone == 3 && !strcmp(w.out, "YZ"));
+	maro_workq_progress(&q, 0, 0, text, sizeof text);
+	CHECK(!strcmp(text, "3/3+ done (1 failed), 0/s"));
+	maro_workq_free(&q);
+
+	/* ordered flush: the replies behind a hole are written at the end, in order */
+	memset(&w, 0, sizeof w);
+	q.window = 4;
+	q.ordered = 1;
+	q.put = put;
+	q.arg = &w;
+	add(&q, "f0");
+	add(&q, "f1");
+	add(&q, "f2");
+	maro_workq_peer_seen(&q, "p");
+	CHECK(send_next(&q, &t0) == 0 && send_next(&q, &t1) == 0 && send_next(&q, &t2) == 0);
+	answer(&q, "f2", "3");
+	answer(&q, "f1", "2");
+	CHECK(!strcmp(w.out, ""));
+	maro_workq_flush(&q);
+	CHECK(!strcmp(w.out, "23"));
+	maro_workq_free(&q);
+
+	/* a long run holds only the open tasks: tasks[] moves them to the front */
+	memset(&w, 0, sizeof w);
+	q.window = 1;
+	q.put = put;
+	q.arg = &w;
+	maro_workq_peer_seen(&q, "p");
+	for (i = 0; i < 100000; i++) {
+		char sid[32];
+
+		snprintf(sid, sizeof sid, "l%zu", i);
+		add(&q, sid);
+		if (send_next(&q, &t0) != 0 || t0 != i)
+			break;
+		if (maro_workq_answered(&q, maro_str_c(sid), &t1))
+			maro_workq_reply(&q, t1, NULL, 0);
+	}
+	CHECK(i == 100000 && q.ndone == 100000 && q.cap <= 2048 && q.by_session.used == 0);
+	maro_workq_free(&q);
+}
