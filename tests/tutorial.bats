@@ -77,10 +77,14 @@ script_has() {
 	left_behind "maro-dist --raw --co master:run:1"
 }
 
-@test "tutorial-barrier: with four workers the bar is still three reports" {
+@test "tutorial-barrier: with four workers the bar is still three reports, with one it is one" {
 	run -0 timeout 60 sh "$MARO_TOP/scripts/tutorial-barrier" 4
 	assert_line "barrier: 60% of the workers reported (3 of 4); the master goes on with:"
 	assert_line "barrier: the other 1 reports, held by their senders until taken:"
+	assert_line "barrier: ok, the sum of the squares of 1..100000 is 333338333350000"
+	run -0 timeout 60 sh "$MARO_TOP/scripts/tutorial-barrier" 1
+	assert_line "barrier: 60% of the workers reported (1 of 1); the master goes on with:"
+	assert_line "barrier: the other 0 reports, held by their senders until taken:"
 	assert_line "barrier: ok, the sum of the squares of 1..100000 is 333338333350000"
 }
 
