@@ -298,9 +298,7 @@ main(int argc, char **argv)
 			wake = deadline;
 		if (next_check < wake)
 			wake = next_check;
-		if (maro_poll(b.c, items, nitems, maro_wait_ms(wake)) < 0 &&
-		    errno != EINTR)
-			maro_die(MARO_EXIT_SOFTWARE, "poll: %s", zmq_strerror(errno));
+		maro_tool_poll(b.c, items, nitems, maro_wait_ms(wake));
 	}
 	if (status == MARO_EXIT_OK && b.failed)
 		status = MARO_EXIT_INCOMPLETE;

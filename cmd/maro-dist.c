@@ -335,12 +335,7 @@ main(int argc, char **argv)
 			break;
 		}
 		now = maro_now_us();
-		if (now >= d.next_hb) {
-			maro_registry_heartbeat(d.c->reg);
-			maro_cli_report_rejected(d.c);
-			maro_cli_report_malformed(d.x.ib);
-			d.next_hb = maro_tool_next_beat(d.c, now);
-		}
+		maro_tool_beat(d.c, d.x.ib, now, &d.next_hb);
 		if (!stop && d.hold.n < MAX_HELD)
 			items[nitems++] = (zmq_pollitem_t){ maro_inbox_pollable(d.x.ib), 0, ZMQ_POLLIN, 0 };
 		for (i = 0; i < d.nh; i++)
@@ -360,9 +355,7 @@ main(int argc, char **argv)
 		/* percentages move with membership: look again now and then */
 		if (now + 500000 < wake && d.hold.n)
 			wake = now + 500000;
-		if (maro_poll(d.c, items, nitems, maro_wait_ms(wake)) < 0 &&
-		    errno != EINTR)
-			maro_die(MARO_EXIT_SOFTWARE, "poll: %s", zmq_strerror(errno));
+		maro_tool_poll(d.c, items, nitems, maro_wait_ms(wake));
 	}
 	/* coprocesses: close their input, let them finish, reap them; requests they never
 	 * answered stay unacknowledged: their senders keep them */

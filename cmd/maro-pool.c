@@ -355,12 +355,7 @@ main(int argc, char **argv)
 			stopping = 1;
 			break;
 		}
-		if (now >= next_hb) {
-			maro_registry_heartbeat(pl.c->reg);
-			maro_cli_report_rejected(pl.c);
-			maro_cli_report_malformed(pl.ib);
-			next_hb = maro_tool_next_beat(pl.c, now);
-		}
+		maro_tool_beat(pl.c, pl.ib, now, &next_hb);
 		if (finished)
 			break;
 		items[nitems++] = (zmq_pollitem_t){ maro_inbox_pollable(pl.ib), 0, ZMQ_POLLIN, 0 };
@@ -372,9 +367,7 @@ main(int argc, char **argv)
 		if (next_hb < wake)
 			wake = next_hb;
 		wake = maro_jobs_wake(js, wake);
-		if (maro_poll(pl.c, items, nitems, wake <= now ? 0 : (long)((wake - now + 999) / 1000)) < 0 &&
-		    errno != EINTR)
-			maro_die(MARO_EXIT_SOFTWARE, "poll: %s", zmq_strerror(errno));
+		maro_tool_poll(pl.c, items, nitems, wake <= now ? 0 : (long)((wake - now + 999) / 1000));
 	}
 	if (stopping)
 		stop_all(&pl);

@@ -198,8 +198,7 @@ main(int argc, char **argv)
 		if (next_hb < wake)
 			wake = next_hb;
 		ms = maro_wait_ms(wake);
-		if (maro_poll(c, &it, 1, ms) < 0 && errno != EINTR)
-			maro_die(MARO_EXIT_SOFTWARE, "poll: %s", zmq_strerror(errno));
+		maro_tool_poll(c, &it, 1, ms);
 		if (maro_signal) {
 			status = maro_signal_status();
 			break;
@@ -236,15 +235,10 @@ main(int argc, char **argv)
 		now = maro_now_us();
 		if (it.revents & ZMQ_POLLIN)
 			idle_at = idle >= 0 ? now + idle : INT64_MAX;
-		if (now >= next_hb) {
-			if (maro_registry_heartbeat(c->reg) < 0 && errno == EEXIST) {
-				maro_warn("%s", maro_registry_error(c->reg));
-				status = MARO_EXIT_INCOMPLETE;
-				break;
-			}
-			maro_cli_report_rejected(c);
-			maro_cli_report_malformed(ib);
-			next_hb = maro_tool_next_beat(c, now);
+		if (maro_tool_beat(c, ib, now, &next_hb) < 0) {
+			maro_warn("%s", maro_registry_error(c->reg));
+			status = MARO_EXIT_INCOMPLETE;
+			break;
 		}
 		if (!stop && now >= deadline) {
 			status = MARO_EXIT_TIMEOUT;

@@ -340,11 +340,8 @@ main(int argc, char **argv)
 		if ((status = maro_tool_stop(deadline)) != 0)
 			break;
 		now = maro_now_us();
-		if (now >= next_hb) {
-			if (sc->rq.inbox)
-				maro_registry_heartbeat(sc->c->reg);
-			next_hb = maro_tool_next_beat(sc->c, now);
-		}
+		if (sc->rq.inbox)
+			maro_tool_beat(sc->c, NULL, now, &next_hb);
 		/*
 		 * read only when what was read is used up: reading whenever the
 		 * queue had room buffered the whole input (2 MB for 200k lines,
@@ -362,8 +359,7 @@ main(int argc, char **argv)
 		/* something moved: go round again before sleeping */
 		if (ms < 0 || moved)
 			ms = 0;
-		if (maro_poll(sc->c, items, nitems, ms) < 0 && errno != EINTR)
-			maro_die(MARO_EXIT_SOFTWARE, "poll: %s", zmq_strerror(errno));
+		maro_tool_poll(sc->c, items, nitems, ms);
 		if (stdin_at >= 0 && (items[stdin_at].revents & (ZMQ_POLLIN | ZMQ_POLLERR)) &&
 		    maro_reader_fill(&s.r) < 0 && errno != EINTR) {
 			snprintf(s.input_error, sizeof s.input_error, "error reading standard input: %s",

@@ -162,18 +162,11 @@ main(int argc, char **argv)
 				say_progress(&w, 1);
 			break;
 		}
-		if (now >= next_hb) {
-			maro_registry_heartbeat(c->reg);
-			maro_cli_report_rejected(c);
-			maro_cli_report_malformed(ib);
-			next_hb = maro_tool_next_beat(c, now);
-		}
+		maro_tool_beat(c, ib, now, &next_hb);
 		wake = deadline < next_hb ? deadline : next_hb;
 		if (next_live < wake)
 			wake = next_live;
-		if (maro_poll(c, &it, w.hold.n < MAX_HELD ? 1 : 0, maro_wait_ms(wake)) < 0 &&
-		    errno != EINTR)
-			maro_die(MARO_EXIT_SOFTWARE, "poll: %s", zmq_strerror(errno));
+		maro_tool_poll(c, &it, w.hold.n < MAX_HELD ? 1 : 0, maro_wait_ms(wake));
 	}
 	if (done && tty)
 		fputc('\n', stderr);

@@ -2,6 +2,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <zmq.h>
+
 #include "cli.h"
 #include "registry.h"
 #include "tool.h"
@@ -137,4 +139,29 @@ maro_tool_next_beat(struct maro_ctx *c, int64_t now)
 	if (!seed)
 		seed = (unsigned)getpid() ^ (unsigned)now;
 	return now + third - (int64_t)((uint64_t)rand_r(&seed) % (uint64_t)(third / 4 + 1));
+}
+
+int
+maro_tool_beat(struct maro_ctx *c, struct maro_inbox *ib, int64_t now, int64_t *next)
+{
+	int taken;
+
+	if (now < *next)
+		return 0;
+	taken = maro_registry_heartbeat(c->reg) < 0 && errno == EEXIST;
+	if (ib) {
+		maro_cli_report_rejected(c);
+		maro_cli_report_malformed(ib);
+	}
+	*next = maro_tool_next_beat(c, now);
+	if (taken)
+		errno = EEXIST;
+	return taken ? -1 : 0;
+}
+
+void
+maro_tool_poll(struct maro_ctx *c, zmq_pollitem_t *items, int n, long ms)
+{
+	if (maro_poll(c, items, n, ms) < 0 && errno != EINTR)
+		maro_die(MARO_EXIT_SOFTWARE, "poll: %s", zmq_strerror(errno));
 }

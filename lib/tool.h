@@ -75,6 +75,21 @@ void maro_tool_out_free(struct maro_tool_out *o);
 int64_t maro_tool_next_beat(struct maro_ctx *c, int64_t now);
 
 /*
+ * The heartbeat of a tool's loop, when now has reached *next: refreshes
+ * the registry's entries (maro_registry_heartbeat), says once what the
+ * transport rejected and what ib (NULL: none) refused as malformed since
+ * the last beat, and sets *next to the following one.  Returns the
+ * heartbeat's -1 (errno EEXIST: a name was taken over), else 0.
+ */
+int maro_tool_beat(struct maro_ctx *c, struct maro_inbox *ib, int64_t now, int64_t *next);
+
+/*
+ * Waits on items for at most ms (-1: without end) or until a signal; a
+ * poll that fails otherwise dies (70).
+ */
+void maro_tool_poll(struct maro_ctx *c, zmq_pollitem_t *items, int n, long ms);
+
+/*
  * Whether a tool's loop ends at this turn: 0 to go on, the signal's status
  * (130, 143) after SIGINT or SIGTERM, 124 at the deadline.
  */
