@@ -157,17 +157,11 @@ take(struct sender *s, const uint8_t *p, size_t n, struct maro_err *err)
 	maro_msg_fill(&m, s->name, ids);
 	request = m.type == MARO_SESSION_TASK && m.stage == MARO_STAGE_REQUEST;
 	if (request && !m.reply_to.p) {
-		if (!s->async) {
-			if (!s->rq.inbox) {
-				char *src = m.source.p ? maro_str_dup(m.source) : NULL, why[512];
+		char why[512];
 
-				/* the reply inbox carries its owner's name: ~NAME.xxxxxxxx */
-				if (maro_requester_open(&s->rq, s->c, src && maro_name_valid(src) ? src : s->name,
-				    why, sizeof why) < 0)
-					maro_die(MARO_EXIT_UNAVAILABLE, "cannot open a reply inbox: %s", why);
-				free(src);
-			}
-			m.reply_to = maro_str_c(s->rq.name);
+		if (!s->async) {
+			if (maro_requester_reply_to(&s->rq, s->c, &m, s->name, why, sizeof why) < 0)
+				maro_die(MARO_EXIT_UNAVAILABLE, "cannot open a reply inbox: %s", why);
 		} else if (s->name) {
 			m.reply_to = maro_str_c(s->name);
 		} else {
@@ -190,27 +184,6 @@ take(struct sender *s, const uint8_t *p, size_t n, struct maro_err *err)
 			maro_die(MARO_EXIT_SOFTWARE, "out of memory");
 	}
 	return 0;
-}
-
-static void
-resolve_prefix(struct sender *s, const char *prefix)
-{
-	struct maro_entry *v;
-	ssize_t k, i;
-
-	k = maro_registry_list(s->c->reg, prefix, &v);
-	if (k < 0)
-		maro_die(MARO_EXIT_UNAVAILABLE, "%s", maro_registry_error(s->c->reg));
-	if (k == 0)
-		maro_die(MARO_EXIT_UNAVAILABLE, "no live peer matches '%s'", prefix);
-	for (i = 0; i < k; i++) {
-		char *name = strdup(v[i].name);
-
-		if (!name)
-			maro_die(MARO_EXIT_SOFTWARE, "out of memory");
-		maro_strv_push(&s->peers, &s->npeers, name);
-	}
-	free(v);
 }
 
 static void
@@ -264,6 +237,7 @@ main(int argc, char **argv)
 	const char *prefix;
 	char errbuf[512];
 	int64_t deadline, next_hb, now;
+	ssize_t k;
 	int status = MARO_EXIT_OK, input_done = 0, input_status = 0;
 	char input_error[300] = "";
 
@@ -294,8 +268,12 @@ main(int argc, char **argv)
 	s.c = maro_tool_open(&cm, &deadline);
 	if ((status = maro_tool_expect(s.c, &cm, deadline)) != 0)
 		goto out;
-	if (prefix)
-		resolve_prefix(&s, prefix);
+	k = prefix ? maro_registry_names(s.c->reg, prefix, &s.peers, &s.npeers) : 1;
+	if (k < 0)
+		maro_die(errno == ENOMEM ? MARO_EXIT_SOFTWARE : MARO_EXIT_UNAVAILABLE, "%s",
+		    errno == ENOMEM ? "out of memory" : maro_registry_error(s.c->reg));
+	if (k == 0)
+		maro_die(MARO_EXIT_UNAVAILABLE, "no live peer matches '%s'", prefix);
 	s.ob = maro_outbox_new(s.c, on_fail, on_ack, &s);
 	if (!s.ob)
 		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
@@ -366,10 +344,8 @@ main(int argc, char **argv)
 		if ((status = maro_tool_stop(deadline)) != 0)
 			break;
 		now = maro_now_us();
-		if (s.rq.inbox && now >= next_hb) {
-			maro_registry_heartbeat(s.c->reg);
-			next_hb = maro_tool_next_beat(s.c, now);
-		}
+		if (s.rq.inbox)
+			maro_tool_beat(s.c, NULL, now, &next_hb);
 		if (!input_done && !a.from_flags && maro_outbox_staged(s.ob) == 0 && !too_many_owed(&s)) {
 			stdin_at = nitems;
 			items[nitems++] = (zmq_pollitem_t){ NULL, STDIN_FILENO, ZMQ_POLLIN, 0 };
@@ -385,8 +361,7 @@ main(int argc, char **argv)
 		ms = maro_wait_ms(wake);
 		if (again)
 			ms = 0;
-		if (maro_poll(s.c, items, nitems, ms) < 0 && errno != EINTR)
-			maro_die(MARO_EXIT_SOFTWARE, "poll: %s", zmq_strerror(errno));
+		maro_tool_poll(s.c, items, nitems, ms);
 		if (stdin_at >= 0 && (items[stdin_at].revents & (ZMQ_POLLIN | ZMQ_POLLERR))) {
 			if (maro_input_fill(&in) < 0 && errno != EAGAIN && errno != EINTR) {
 				snprintf(input_error, sizeof input_error, "error reading standard input: %s",

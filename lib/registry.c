@@ -752,3 +752,29 @@ maro_registry_list(struct maro_registry *r, const char *prefix, struct maro_entr
 	*out = l.v;
 	return (ssize_t)l.n;
 }
+
+ssize_t
+maro_registry_names(struct maro_registry *r, const char *prefix, char ***names, size_t *n)
+{
+	struct maro_entry *v;
+	ssize_t k = maro_registry_list(r, prefix, &v), i;
+	char **grown;
+
+	if (k <= 0)
+		return k;
+	grown = realloc(*names, (*n + (size_t)k) * sizeof *grown);
+	if (!grown)
+		goto fail;
+	*names = grown;
+	for (i = 0; i < k; i++) {
+		if (!(grown[*n] = strdup(v[i].name)))
+			goto fail;
+		++*n;
+	}
+	free(v);
+	return k;
+fail:
+	free(v);
+	errno = ENOMEM;
+	return -1;
+}

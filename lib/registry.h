@@ -116,6 +116,12 @@ int maro_registry_lookup(struct maro_registry *r, const char *name, struct maro_
  */
 ssize_t maro_registry_list(struct maro_registry *r, const char *prefix,
     struct maro_entry **out);
+/*
+ * The names of the entries maro_registry_list gives, appended to
+ * (*names)[0..*n) as new strings; the caller frees them and the array.
+ * The count appended, or -1 (ENOMEM, or the list's error).
+ */
+ssize_t maro_registry_names(struct maro_registry *r, const char *prefix, char ***names, size_t *n);
 
 /* The type of a name: up to the first '.' or '_' (the whole name if none). */
 void maro_name_type(const char *name, char type[MARO_NAME_MAX + 1]);

@@ -1,4 +1,5 @@
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "session.h"
@@ -61,4 +62,21 @@ maro_requester_next(struct maro_requester *rq, struct maro_delivery *d)
 		maro_inbox_done(rq->inbox, d);
 	}
 	return rc;
+}
+
+int
+maro_requester_reply_to(struct maro_requester *rq, struct maro_ctx *c, struct maro_msg *m,
+    const char *owner, char *errbuf, size_t errlen)
+{
+	if (!rq->inbox) {
+		char *src = m->source.p ? maro_str_dup(m->source) : NULL;
+		int rc = maro_requester_open(rq, c, src && maro_name_valid(src) ? src : owner, errbuf,
+		    errlen);
+
+		free(src);
+		if (rc < 0)
+			return -1;
+	}
+	m->reply_to = maro_str_c(rq->name);
+	return 0;
 }

@@ -25,6 +25,13 @@ struct maro_requester {
 int maro_requester_open(struct maro_requester *rq, struct maro_ctx *c, const char *owner,
     char *errbuf, size_t errlen);
 void maro_requester_close(struct maro_requester *rq);
+/*
+ * Points m's reply_to at the reply inbox, opening it on first need under
+ * the name of m's source, else of owner (~NAME.xxxxxxxx; anonymous when
+ * neither is a valid name).  0, or -1 as maro_requester_open.
+ */
+int maro_requester_reply_to(struct maro_requester *rq, struct maro_ctx *c, struct maro_msg *m,
+    const char *owner, char *errbuf, size_t errlen);
 /* session_id is owed n more replies. */
 int maro_requester_expect(struct maro_requester *rq, struct maro_str session_id, unsigned n);
 /* A request that was never delivered is owed nothing: forget one reply. */
