@@ -45,7 +45,7 @@ said_once() {
 
 @test "maro-scatter over 30 peers with 40 descriptors says EMFILE once" {
 	peers 30
-	run --separate-stderr sh -c "ulimit -n 40; seq 60 | maro-scatter -P w -t x --async -n s -q -W 2s"
+	run --separate-stderr sh -c "ulimit -n 40; seq 60 | maro-scatter -P w -t x --async -n s -q -W 5s"
 	assert_failure 1
 	said_once
 }
