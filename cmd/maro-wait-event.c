@@ -20,6 +20,7 @@
 static const char *const synopsis[] = { "EVENT", NULL };
 
 static const struct maro_opt opts[] = {
+	MARO_OPT_SHARED_AS(MARO_SH_NAME, "join as NAME (default 'master': where workers report)", 0),
 	MARO_OPT_SHARED_AS(MARO_SH_QUIET, "no progress on a terminal, nothing said at -W", 0),
 	{ 0 },
 };
@@ -27,7 +28,7 @@ static const struct maro_opt opts[] = {
 static const struct maro_tool tool = {
 	"Join under NAME, wait until EVENT holds, write the messages that satisfied it.",
 	synopsis, opts, MARO_SH_MEMBER | MARO_SH_INBOX | MARO_SH(TIMEOUT) | MARO_SH(FORMAT) | MARO_SH(ADVERTISE),
-	MARO_TOOL_NEEDS_NAME | MARO_TOOL_OPERANDS,
+	MARO_TOOL_OPERANDS,
 };
 
 struct waiter {
@@ -106,6 +107,8 @@ main(int argc, char **argv)
 	maro_cli_init(argv[0]);
 	maro_common_init(&cm);
 	at = maro_opt_parse(&tool, &cm, argc, argv, NULL, NULL);
+	if (!cm.name)
+		cm.name = "master";	/* the name the examples and the seeds' workers report to */
 	fmt = cm.format;
 	quiet = cm.quiet;
 	if (at != argc - 1)

@@ -36,6 +36,24 @@ live() { maro-peers -f json | grep -c "\"$1" || :; }
 	assert_failure 2
 }
 
+@test "the intent's own phrase: without -n or MARO_NAME it joins as master" {
+	local waiter
+	unset MARO_NAME
+	idle worker.1
+	wait_until 10 live_is worker. 1
+	bg 60 maro-wait-event -W 30s -f payload 'worker:update:60%' > waited
+	waiter=$BG_PID
+	wait_until 10 is_live master
+	# the name is held: a second waiter in the group needs its own
+	run -69 timeout 10 maro-wait-event -W 2s 'x:y:1'
+	assert_output --partial "name 'master' is held by pid"
+	run -0 timeout 10 maro-send -n worker.1 -p master -t update -d 60 --notification -W 5s
+	wait_exit "$waiter" 20
+	[ "$status" -eq 0 ]
+	run cat waited
+	assert_output 60
+}
+
 @test "seed example: worker:update:10 takes ten, leaves the rest" {
 	note worker.1 update 6
 	note worker.2 update 6
