@@ -30,3 +30,26 @@ teardown() { default_teardown; }
 	run pgrep -f "maro-dist --raw --co master:dart:1"
 	assert_failure
 }
+
+@test "the demo stopped by SIGTERM mid-scatter exits 143 at once and leaves nothing behind" {
+	local demo
+	if [ "${MARO_TEST_BACKEND:-dir}" = dir ]; then unset MARO_REGISTRY; fi
+	export TMPDIR=$BATS_TEST_TMPDIR
+	# tasks enough that the scatter is still running when the signal comes
+	bg 120 sh "$MARO_TOP/scripts/demo" 2 100000 > demo.out 2>&1
+	demo=$BG_PID
+	wait_until 30 grep -q 'workers live' demo.out
+	wait_until 30 pgrep -f "maro-scatter -n master -P worker -t dart"
+	kill -TERM "$(child_pid "$demo" sh)"
+	wait_exit "$demo" 10
+	[ "$status" -eq 143 ] || fail "exited $status: $(cat demo.out)"
+	# it did not go on past the signal
+	run grep -c '^demo: progress' demo.out
+	assert_output 0
+	run ls "$BATS_TEST_TMPDIR"
+	refute_output --partial maro-demo
+	run pgrep -f "maro-dist --raw --co master:dart:1"
+	assert_failure
+	run pgrep -f "maro-scatter -n master -P worker -t dart"
+	assert_failure
+}

@@ -18,6 +18,16 @@ $MARO_TOP/tests/lint/pitfalls.txt:15: a negated command never fails a test here:
 	assert_output ''
 }
 
+@test "lint-traps: a trap on INT or TERM that does not exit is named, exit 1; one that exits, a reset or an ignore is fine" {
+	run -1 sh "$MARO_TOP/scripts/lint-traps" "$MARO_TOP/tests/lint/traps.txt"
+	[ "${#lines[@]}" -eq 3 ]
+	assert_line --index 0 --partial "traps.txt:2: a trap on INT, TERM or HUP that does not exit"
+	assert_line --index 1 --partial "traps.txt:3: "
+	assert_line --index 2 --partial "traps.txt:4: "
+	# the project's scripts as they are
+	run -0 sh "$MARO_TOP/scripts/lint-traps" "$MARO_TOP"/scripts/*
+}
+
 @test "layers: lib/ as it is has no cycle of includes, and only cli, opt and tool include cli.h" {
 	run -0 sh "$MARO_TOP/scripts/layers" "$MARO_TOP/lib"
 	assert_output ''
