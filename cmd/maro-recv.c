@@ -111,6 +111,7 @@ say_missing(void *arg, const char *key, size_t len, unsigned count)
 struct args {
 	struct filter f;
 	uint64_t count;
+	int counted;		/* -C given: 0 is a count too (head -n 0) */
 	int64_t idle;
 };
 
@@ -120,7 +121,7 @@ own(void *arg, int key, char *val)
 	struct args *a = arg;
 
 	switch (key) {
-	case 'C': a->count = maro_cli_count("-C", val); break;
+	case 'C': a->count = maro_cli_count("-C", val); a->counted = 1; break;
 	case OPT_IDLE: a->idle = maro_cli_duration("--idle-timeout", val); break;
 	case OPT_TAG: maro_strv_push(&a->f.tags, &a->f.ntags, val); break;
 	case OPT_FROM: maro_strv_push(&a->f.froms, &a->f.nfroms, val); break;
@@ -175,10 +176,10 @@ main(int argc, char **argv)
 	fmt = cm.format;
 	name = cm.name;
 	quiet = cm.quiet;
-	if (f.by_session && count)
+	if (f.by_session && a.counted)
 		maro_usage_error("-C and --session/--sessions-from do not go together");
-	if (f.by_session && f.sessions.used == 0)
-		return 0;	/* no session to wait for */
+	if ((f.by_session && f.sessions.used == 0) || (a.counted && count == 0))
+		return 0;	/* no session to wait for, or no message to take: done */
 
 	c = maro_tool_open(&cm, &deadline);
 	ib = maro_tool_inbox(c, &cm, NULL);

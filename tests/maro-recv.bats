@@ -56,6 +56,14 @@ teardown() { default_teardown; }
 	assert_failure 2
 }
 
+@test "maro-recv -C 0 takes nothing and exits 0 at once, without joining" {
+	run -0 timeout 5 maro-recv -n r0 -C 0 -W 30s
+	assert_output ''
+	run -1 is_live r0
+	# with --session, any -C is a usage error
+	run -2 maro-recv -n r0 -C 0 --session x
+}
+
 @test "maro-recv --idle-timeout ends quietly with 0, -W with 124" {
 	run timeout 10 maro-recv -n idle --idle-timeout 300ms
 	assert_success
