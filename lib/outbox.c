@@ -76,7 +76,11 @@ buf_sent(void *data, void *hint)
 
 struct dest {
 	char name[MARO_NAME_MAX + 1];
-	char endpoint[MARO_ENDPOINT_MAX + 1];
+	char endpoint[MARO_ENDPOINT_MAX + 1];	/* "": no connection */
+	/* the holder of the name it is connected to, with endpoint: who was sent what is unacknowledged */
+	pid_t pid;
+	int64_t started_ms;
+	char host[MARO_HOST_MAX + 1];
 	void *sock;
 	int64_t next_lookup;
 	int64_t retry_us;
@@ -95,6 +99,7 @@ struct maro_outbox {
 	struct maro_ctx *c;
 	maro_outbox_fail_fn *fail;
 	maro_outbox_ack_fn *ack;
+	maro_outbox_moved_fn *moved;
 	void *fail_arg;
 	struct dest **dests;
 	size_t ndests;
@@ -523,14 +528,29 @@ maro_outbox_settle_reply(struct maro_outbox *ob, const struct maro_msg *reply)
 	return maro_outbox_settle(ob, src, reply->session_id);
 }
 
+void
+maro_outbox_on_moved(struct maro_outbox *ob, maro_outbox_moved_fn *fn)
+{
+	ob->moved = fn;
+}
+
 static void
-dest_connect(struct maro_outbox *ob, struct dest *d, const char *endpoint)
+holder_set(struct dest *d, const struct maro_entry *e)
+{
+	snprintf(d->endpoint, sizeof d->endpoint, "%s", e->endpoint);
+	d->pid = e->pid;
+	d->started_ms = e->started_ms;
+	snprintf(d->host, sizeof d->host, "%s", e->host);
+}
+
+static void
+dest_connect(struct maro_outbox *ob, struct dest *d, const struct maro_entry *e)
 {
 	if (d->sock)
 		ob->c->driver->close(d->sock, 0);
-	snprintf(d->endpoint, sizeof d->endpoint, "%s", endpoint);
-	maro_trace("connecting to '%s' at %s", d->name, endpoint);
-	d->sock = ob->c->driver->connect(ob->c, endpoint);
+	holder_set(d, e);
+	maro_trace("connecting to '%s' at %s", d->name, e->endpoint);
+	d->sock = ob->c->driver->connect(ob->c, e->endpoint);
 	if (!d->sock) {
 		/* tried again at the next look-up; the caller hears of it */
 		ob->conn_err = errno ? errno : EIO;
@@ -540,6 +560,57 @@ dest_connect(struct maro_outbox *ob, struct dest *d, const char *endpoint)
 	/* whatever the old connection had in flight goes again */
 	d->next = d->head;
 	d->blocked_since = 0;
+}
+
+/* The same process as the one d is connected to (as maro_view_same, a layer up, says). */
+static int
+same_holder(const struct dest *d, const struct maro_entry *e)
+{
+	return d->pid == e->pid && d->started_ms == e->started_ms && !strcmp(d->host, e->host) &&
+	    !strcmp(d->endpoint, e->endpoint);
+}
+
+/*
+ * d's name is held by e: connects to it when it is somewhere new.  A new
+ * holder of a name d is connected to: by default what the old one did not
+ * acknowledge goes to the new one; with a moved callback it is dropped and
+ * the owner told, after.  1 when the holder was new, else 0.
+ */
+static int
+dest_holder(struct maro_outbox *ob, struct dest *d, const struct maro_entry *e)
+{
+	uint64_t s;
+	size_t n = 0;
+	int moved = d->sock && !same_holder(d, e);
+
+	if (moved && ob->moved) {
+		maro_trace("'%s' has a new holder (pid %ld at %s)", d->name, (long)e->pid, e->endpoint);
+		for (s = d->head; s < d->tail; s++) {
+			struct entry *en = &d->ring[s & d->mask];
+
+			if (!en->acked) {
+				entry_done(ob, d, en);
+				n++;
+			}
+		}
+		advance_head(d);
+		dest_connect(ob, d, e);
+		ob->moved(ob->fail_arg, d->name, n);
+		return 1;
+	}
+	if (!d->sock || strcmp(e->endpoint, d->endpoint) != 0)
+		dest_connect(ob, d, e);
+	else if (moved)
+		holder_set(d, e);	/* at the same endpoint: the socket reconnects by itself */
+	return moved;
+}
+
+int
+maro_outbox_holder(struct maro_outbox *ob, const char *name, const struct maro_entry *e)
+{
+	struct dest *d = dest_get(ob, name, 0);
+
+	return d && d->sock && dest_holder(ob, d, e);
 }
 
 /* Looks the name up; connects when it (re)appears somewhere new. */
@@ -581,8 +652,7 @@ dest_lookup(struct maro_outbox *ob, struct dest *d, int64_t now)
 		return;
 	}
 	d->missing_since = 0;
-	if (!d->sock || strcmp(e.endpoint, d->endpoint) != 0)
-		dest_connect(ob, d, e.endpoint);
+	dest_holder(ob, d, &e);
 	/* a connection that could not be made is tried again at the next look-up */
 	if (d->sock)
 		d->next_lookup = INT64_MAX;

@@ -4,7 +4,8 @@
  * Messages are queued per destination name, sent in batches, kept until
  * the receiver acknowledges them and resent when no acknowledgement comes
  * (the receiver dropped them, died, or was replaced by a new process under
- * the same name: the outbox looks the name up again when a peer stalls).
+ * the same name: the outbox looks the name up again when a peer stalls;
+ * see maro_outbox_on_moved for an owner that must know of a new holder).
  * Names are looked up once and cached, not once per message.  At most
  * ctx->window messages are unacknowledged per destination: a slow receiver
  * slows the sender down.
@@ -31,10 +32,32 @@ typedef void maro_outbox_fail_fn(void *arg, const char *dest, const uint8_t *msg
 
 /* Called for each message when its receiver acknowledged it. */
 typedef void maro_outbox_ack_fn(void *arg, const char *dest, const uint8_t *msg, size_t n);
+/*
+ * dest's name is held by a new process (pid, start, host or endpoint
+ * differ from the one connected to): the unacknowledged messages to the
+ * old holder, n of them (0 or more), were dropped, not resent.  Called
+ * with the outbox's arg; it must not call the outbox.
+ */
+typedef void maro_outbox_moved_fn(void *arg, const char *dest, size_t n);
 
 struct maro_outbox *maro_outbox_new(struct maro_ctx *c, maro_outbox_fail_fn *fail,
     maro_outbox_ack_fn *ack, void *arg);
 void maro_outbox_free(struct maro_outbox *ob);
+/*
+ * By default a destination whose name moved to a new holder (a restarted
+ * receiver) gets again what the old one did not acknowledge: delivery is
+ * an acknowledgement, and a new receiver may see a message twice.  An
+ * owner that counts its sends to each receiver (maro-scatter's attempts)
+ * sets fn: those messages are dropped instead, as by maro_outbox_drop, and
+ * fn is told; later messages go to the new holder.
+ */
+void maro_outbox_on_moved(struct maro_outbox *ob, maro_outbox_moved_fn *fn);
+/*
+ * The owner's own listing says e holds dest: when the outbox is connected
+ * to another holder of the name, that one is gone, and the outbox does as
+ * when its own look-up finds it (above), at once.  1 when it did, else 0.
+ */
+int maro_outbox_holder(struct maro_outbox *ob, const char *dest, const struct maro_entry *e);
 /*
  * Queues one encoded message for dest (copied).  0, or -1 with EAGAIN when
  * the window to dest is full (run the outbox, then try again), EINVAL for a

@@ -29,6 +29,31 @@ on_ack(void *arg, const char *dest, const uint8_t *p, size_t n)
 		maro_workq_reply(&sc->q, i, NULL, 0);
 }
 
+/*
+ * The peer's name moved to a new process (the outbox found it so, or our
+ * listing did): the old one took its tasks with it, each a failed attempt,
+ * whoever noticed first.  The outbox dropped them: sent to the new holder
+ * uncounted, a task that kills its worker would kill each new one too.
+ */
+static void
+on_moved(void *arg, const char *dest, size_t dropped)
+{
+	struct maro_scatter *sc = arg;
+	size_t p;
+	unsigned n;
+
+	(void)dropped;
+	for (p = 0; p < sc->q.npeers; p++)
+		if (!strcmp(sc->q.peers[p].name, dest))
+			break;
+	if (p == sc->q.npeers)
+		return;
+	if (maro_workq_peer_replaced(&sc->q, p, &n) < 0)
+		sc->nomem = 1;
+	else if (n && sc->left)
+		sc->left(sc->q.arg, dest, n);
+}
+
 int
 maro_scatter_start(struct maro_scatter *sc, const char *name)
 {
@@ -44,6 +69,8 @@ maro_scatter_start(struct maro_scatter *sc, const char *name)
 	 */
 	if (sc->async)
 		maro_outbox_prompt(sc->ob);
+	if (sc->prefix)
+		maro_outbox_on_moved(sc->ob, on_moved);
 	return 0;
 }
 
@@ -91,6 +118,10 @@ refresh(struct maro_scatter *sc)
 			goto out;
 		if (joined)
 			maro_trace("peer '%s' joined", v[i].name);
+		/* a new holder of a name we know: on_moved */
+		maro_outbox_holder(sc->ob, v[i].name, &v[i]);
+		if (sc->nomem)
+			goto out;
 	}
 	/* the outbox forgets what it held for a peer that left */
 	while ((p = maro_workq_peer_gone(&sc->q)) != NO_PEER) {
@@ -185,6 +216,10 @@ maro_scatter_dispatch(struct maro_scatter *sc)
 	size_t i, p;
 	int moved = 0, rc;
 
+	if (sc->nomem) {
+		errno = ENOMEM;	/* a peer's tasks could not go back to the queue (on_moved) */
+		return -1;
+	}
 	while (maro_workq_head(&sc->q, &i)) {
 		if (!sc->prefix)
 			p = NO_PEER;

@@ -42,6 +42,7 @@ struct maro_scatter {
 	uint64_t delivered;	/* tasks acknowledged by their peer */
 	/* the module's */
 	int64_t next_refresh, next_check;
+	int nomem;		/* a peer's new holder was not dealt with for want of memory */
 };
 
 /*
@@ -60,8 +61,11 @@ int maro_scatter_add(struct maro_scatter *sc, const uint8_t *p, size_t n, struct
 /*
  * With a prefix, looks the peers up every 250 ms (or with fresh, new work,
  * when the last look is 20 ms old): a peer that joined gets work, one that
- * left gives its unanswered tasks back (sc->left).  A registry that does
- * not answer changes nothing.  0, or -1 with ENOMEM.
+ * left gives its unanswered tasks back (sc->left).  A peer is a process,
+ * not a name: one whose name a new process holds (a worker restarted under
+ * its name) left too, whether this look or the outbox's own finds it
+ * first, and its tasks are not sent to the new one uncounted.  A registry
+ * that does not answer changes nothing.  0, or -1 with ENOMEM.
  */
 int maro_scatter_peers(struct maro_scatter *sc, int64_t now, int fresh);
 /*

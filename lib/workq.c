@@ -331,12 +331,11 @@ maro_workq_peer_gone(const struct maro_workq *q)
 }
 
 int
-maro_workq_peer_lost(struct maro_workq *q, size_t p, unsigned *inflight)
+maro_workq_peer_replaced(struct maro_workq *q, size_t p, unsigned *inflight)
 {
 	size_t i;
 
 	*inflight = q->peers[p].inflight;
-	q->peers[p].live = 0;
 	for (i = q->first; i < q->ntasks; i++) {
 		struct maro_workq_task *t = maro_workq_task(q, i);
 
@@ -345,6 +344,13 @@ maro_workq_peer_lost(struct maro_workq *q, size_t p, unsigned *inflight)
 	}
 	q->peers[p].inflight = 0;
 	return 0;
+}
+
+int
+maro_workq_peer_lost(struct maro_workq *q, size_t p, unsigned *inflight)
+{
+	q->peers[p].live = 0;
+	return maro_workq_peer_replaced(q, p, inflight);
 }
 
 void

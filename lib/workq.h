@@ -168,6 +168,12 @@ size_t maro_workq_peer_gone(const struct maro_workq *q);
  * flight; or -1 with ENOMEM.
  */
 int maro_workq_peer_lost(struct maro_workq *q, size_t p, unsigned *inflight);
+/*
+ * Peer p's process is gone and a new one holds its name: as
+ * maro_workq_peer_lost (its unanswered tasks failed an attempt, "its peer
+ * left"), but it stays live, and the new holder gets work.
+ */
+int maro_workq_peer_replaced(struct maro_workq *q, size_t p, unsigned *inflight);
 
 /*
  * The progress of a run secs seconds old, for people: "done/total done,

@@ -279,6 +279,21 @@ live() { maro-peers -f json | grep -c "\"$1" || :; }
 	assert_output fixed-poison
 }
 
+@test "scatter --retries 2 over workers maro-pool restarts under the same name: the poison task kills two, not more" {
+	# the worker program writes a line to deaths, then kills itself, and
+	# its maro-dist with it (status 1): the pool starts a new one at once
+	export DEATHS=$PWD/deaths
+	bg 90 maro-pool -j 2 -- maro-dist --raw --co '*:job:1' \
+		'while read x; do if [ "$x" = poison ]; then echo "$MARO_NAME" >> "$DEATHS"; kill -9 $$; fi; echo "r$x"; done'
+	wait_until 10 live_is worker. 2
+	run -3 --separate-stderr timeout 60 sh -c \
+		'printf "%s\n" 1 2 3 4 poison 6 7 8 9 10 | maro-scatter -P worker -t job --retries 2 -W 40s -f payload'
+	assert_equal "$(printf '%s\n' "${lines[@]}" | sort -V)" "$(printf 'r%s\n' 1 2 3 4 6 7 8 9 10)"
+	[[ "$stderr" == *'task 5 of the input given up after 2 failed attempts'* ]]
+	# a new holder of a dead worker's name was never sent the task uncounted
+	[ "$(lines deaths)" -ge 1 ] && [ "$(lines deaths)" -le 2 ] || { cat deaths; false; }
+}
+
 @test "scatter --task-timeout: a task no worker answers fails each attempt in time, and --retries gives it up" {
 	# both workers take the task 'hang' and never answer it
 	worker worker.1 'select(.payload != "hang") | .payload |= "r\(.)"'

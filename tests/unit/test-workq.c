@@ -179,4 +179,26 @@ test_workq(void)
 	}
 	CHECK(i == 100000 && q.ndone == 100000 && q.cap <= 2048 && q.by_session.used == 0);
 	maro_workq_free(&q);
+
+	/*
+	 * retries 2: a peer whose name a new process took (a restarted worker)
+	 * failed its task an attempt, and stays live; the second such gives it up
+	 */
+	memset(&w, 0, sizeof w);
+	q.window = 1;
+	q.retries = 2;
+	q.put = put;
+	q.given_up = given_up;
+	q.arg = &w;
+	add(&q, "k0");
+	maro_workq_peer_seen(&q, "p");
+	CHECK(send_next(&q, &t0) == 0 && t0 == 0);
+	CHECK(maro_workq_peer_replaced(&q, 0, &n) == 0 && n == 1 && q.peers[0].live == 1);
+	CHECK(q.peers[0].inflight == 0 && maro_workq_task(&q, 0)->attempts == 1 && w.ngiven_up == 0);
+	CHECK(send_next(&q, &t0) == 0 && t0 == 0);
+	CHECK(maro_workq_peer_replaced(&q, 0, &n) == 0 && n == 1 && q.peers[0].live == 1);
+	CHECK(w.ngiven_up == 1 && w.given_up[0] == 0 && q.nfailed == 1 && q.ndone == 1);
+	/* a peer replaced with nothing in flight loses nothing */
+	CHECK(maro_workq_peer_replaced(&q, 0, &n) == 0 && n == 0 && q.nfailed == 1);
+	maro_workq_free(&q);
 }
