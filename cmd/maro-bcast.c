@@ -293,11 +293,7 @@ main(int argc, char **argv)
 		if (b.blocking)
 			items[nitems++] = (zmq_pollitem_t){ maro_inbox_pollable(b.rq.inbox), 0, ZMQ_POLLIN, 0 };
 		nitems += maro_outbox_pollitems(b.ob, items + nitems, 1024);
-		wake = maro_outbox_deadline(b.ob);
-		if (deadline < wake)
-			wake = deadline;
-		if (next_check < wake)
-			wake = next_check;
+		wake = maro_tool_wake(b.ob, deadline, next_check);
 		maro_tool_poll(b.c, items, nitems, maro_wait_ms(wake));
 	}
 	if (status == MARO_EXIT_OK && b.failed)

@@ -345,11 +345,7 @@ main(int argc, char **argv)
 					items[nitems++] = (zmq_pollitem_t){ NULL, d.h[i].run.in, ZMQ_POLLOUT, 0 };
 			}
 		nitems += maro_outbox_pollitems(d.x.ob, items + nitems, 1024);
-		wake = maro_outbox_deadline(d.x.ob);
-		if (deadline < wake)
-			wake = deadline;
-		if (d.next_hb < wake)
-			wake = d.next_hb;
+		wake = maro_tool_wake(d.x.ob, deadline, d.next_hb);
 		if (maro_inbox_ack_deadline(d.x.ib) < wake)
 			wake = maro_inbox_ack_deadline(d.x.ib);
 		/* percentages move with membership: look again now and then */

@@ -361,12 +361,7 @@ main(int argc, char **argv)
 		items[nitems++] = (zmq_pollitem_t){ maro_inbox_pollable(pl.ib), 0, ZMQ_POLLIN, 0 };
 		items[nitems++] = (zmq_pollitem_t){ NULL, chld_fd, ZMQ_POLLIN, 0 };
 		nitems += maro_outbox_pollitems(pl.ob, items + nitems, 1024);
-		wake = maro_outbox_deadline(pl.ob);
-		if (deadline < wake)
-			wake = deadline;
-		if (next_hb < wake)
-			wake = next_hb;
-		wake = maro_jobs_wake(js, wake);
+		wake = maro_jobs_wake(js, maro_tool_wake(pl.ob, deadline, next_hb));
 		maro_tool_poll(pl.c, items, nitems, wake <= now ? 0 : (long)((wake - now + 999) / 1000));
 	}
 	if (stopping)

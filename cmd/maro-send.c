@@ -353,11 +353,7 @@ main(int argc, char **argv)
 		if (s.rq.inbox)
 			items[nitems++] = (zmq_pollitem_t){ maro_inbox_pollable(s.rq.inbox), 0, ZMQ_POLLIN, 0 };
 		nitems += maro_outbox_pollitems(s.ob, items + nitems, 256);
-		wake = maro_outbox_deadline(s.ob);
-		if (deadline < wake)
-			wake = deadline;
-		if (s.rq.inbox && next_hb < wake)
-			wake = next_hb;
+		wake = maro_tool_wake(s.ob, deadline, s.rq.inbox ? next_hb : INT64_MAX);
 		ms = maro_wait_ms(wake);
 		if (again)
 			ms = 0;

@@ -18,6 +18,7 @@
 #include "format.h"
 #include "inbox.h"
 #include "opt.h"
+#include "outbox.h"
 #include "transport.h"
 
 /*
@@ -82,6 +83,13 @@ int64_t maro_tool_next_beat(struct maro_ctx *c, int64_t now);
  * heartbeat's -1 (errno EEXIST: a name was taken over), else 0.
  */
 int maro_tool_beat(struct maro_ctx *c, struct maro_inbox *ib, int64_t now, int64_t *next);
+
+/*
+ * When a loop that sends through ob must wake: the first of the outbox's
+ * next resend or lookup, the run's deadline and next (a heartbeat, a
+ * check), in monotonic us.
+ */
+int64_t maro_tool_wake(struct maro_outbox *ob, int64_t deadline, int64_t next);
 
 /*
  * Waits on items for at most ms (-1: without end) or until a signal; a
