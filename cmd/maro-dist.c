@@ -294,6 +294,7 @@ main(int argc, char **argv)
 			maro_die(MARO_EXIT_SOFTWARE, "%s", err.msg);
 	}
 	d.next_hb = maro_tool_next_beat(d.c, maro_now_us());
+	maro_stats.has_flight = 1;	/* lib/handler counts the requests its handlers have */
 
 	for (;;) {
 		zmq_pollitem_t items[1100];

@@ -15,6 +15,7 @@
 #include "format.h"
 #include "handler.h"
 #include "registry.h"
+#include "stats.h"
 
 static void
 note(struct maro_handler_host *x, const struct maro_handler_note *n)
@@ -105,9 +106,9 @@ raw_line(struct maro_buf *out, const struct maro_held *m, struct maro_err *err)
 }
 
 static void
-ack(struct maro_handler_host *x, uint32_t peer, uint64_t seq, const struct maro_msg *m)
+ack(struct maro_handler_host *x, uint32_t peer, uint64_t seq, const struct maro_msg *m, size_t n)
 {
-	struct maro_delivery dl = { .peer = peer, .seq = seq, .msg = *m };
+	struct maro_delivery dl = { .n = n, .peer = peer, .seq = seq, .msg = *m };
 
 	maro_inbox_done(x->ib, &dl);
 }
@@ -128,7 +129,7 @@ input(struct maro_handler_host *x, struct maro_buf *out, const struct maro_held 
 		return 0;
 	n.err = &err;
 	note(x, &n);
-	ack(x, m->peer, m->seq, &m->msg);
+	ack(x, m->peer, m->seq, &m->msg, m->n);
 	return -1;
 }
 
@@ -333,7 +334,7 @@ maro_handler_run(struct maro_handler_host *x, struct maro_handler *h, const unsi
 	unsigned char *fed;	/* take, but for those refused (input) */
 	struct maro_buf in = { 0 }, out = { 0 };
 	int infd = -1, pipefd[2] = { -1, -1 }, rc = -1, over;
-	size_t i, max = x->c->limits.max_item;
+	size_t i, nfed = 0, max = x->c->limits.max_item;
 	pid_t pid;
 	const char *tmp = getenv("TMPDIR");
 	char *path = NULL;
@@ -341,8 +342,11 @@ maro_handler_run(struct maro_handler_host *x, struct maro_handler *h, const unsi
 	err->msg[0] = '\0';
 	if (!(fed = malloc(hd->n + 1)))
 		goto nomem;
-	for (i = 0; i < hd->n; i++)
+	for (i = 0; i < hd->n; i++) {
 		fed[i] = take[i] && input(x, &in, &hd->msg[i]) == 0;
+		nfed += fed[i];
+	}
+	maro_stats.tasks_inflight += nfed;
 	/* the input goes through an unlinked file: the handler may read it at leisure */
 	/* close-on-exec: only the dup2'ed copies reach the handler, so its
 	 * background children cannot hold our pipe open */
@@ -383,14 +387,19 @@ maro_handler_run(struct maro_handler_host *x, struct maro_handler *h, const unsi
 	else
 		*end = MARO_HANDLER_DONE;
 	/* a reply not sent: none of these is acknowledged, their senders keep them */
-	if (*end == MARO_HANDLER_DONE && !send_run(x, h, fed, &out))
+	if (*end == MARO_HANDLER_DONE && !send_run(x, h, fed, &out)) {
 		for (i = 0; i < hd->n; i++)
 			if (fed[i])
 				maro_hold_ack(hd, x->ib, i);
+		maro_stats.tasks_done += nfed;
+	}
+	if (*end == MARO_HANDLER_FAILED || *end == MARO_HANDLER_OVER)
+		maro_stats.tasks_failed += nfed;
 	goto out;
 nomem:
 	snprintf(err->msg, sizeof err->msg, "out of memory");
 out:
+	maro_stats.tasks_inflight -= nfed;
 	if (infd >= 0)
 		close(infd);
 	if (pipefd[0] >= 0)
@@ -439,7 +448,8 @@ maro_handler_co_feed(struct maro_handler_host *x, struct maro_handler *h, const 
 		if (!take[i] || input(x, &h->wbuf, m) < 0)
 			continue;
 		if (!is_request(&m->msg)) {
-			ack(x, m->peer, m->seq, &m->msg);
+			ack(x, m->peer, m->seq, &m->msg, m->n);
+			maro_stats.tasks_done++;
 			continue;
 		}
 		if (h->nwait == h->waitcap && h->wfirst) {
@@ -456,6 +466,7 @@ maro_handler_co_feed(struct maro_handler_host *x, struct maro_handler *h, const 
 			h->waitcap = cap;
 		}
 		w = &h->wait[h->nwait++];
+		maro_stats.tasks_inflight++;
 		w->p = m->p;
 		w->n = m->n;
 		w->peer = m->peer;
@@ -482,10 +493,18 @@ answered(struct maro_handler_host *x, struct maro_handler *h, size_t k, int sent
 	const struct maro_msg *m = &h->wait[k].msg;
 
 	/* only its id is needed: no copy of the message per task */
-	if (sent && m->reply_to.p && m->reply_to.n > 1 && m->reply_to.p[0] == '~')
+	if (sent && m->reply_to.p && m->reply_to.n > 1 && m->reply_to.p[0] == '~') {
 		maro_inbox_settled_hash(x->ib, h->wait[k].idh);
-	else if (sent)
-		ack(x, h->wait[k].peer, h->wait[k].seq, m);
+		maro_stats.msgs_in++;	/* handed on, as maro_inbox_done counts it */
+		maro_stats.bytes_in += h->wait[k].n;
+	} else if (sent) {
+		ack(x, h->wait[k].peer, h->wait[k].seq, m, h->wait[k].n);
+	}
+	maro_stats.tasks_inflight--;
+	if (sent)
+		maro_stats.tasks_done++;
+	else
+		maro_stats.tasks_failed++;
 	maro_hold_forget(x->hold, m->message_id, h->wait[k].idh);
 	free(h->wait[k].p);
 	if (k == h->wfirst)
@@ -636,8 +655,10 @@ maro_handler_free(struct maro_handler *h)
 		close(h->out);
 	maro_reader_free(&h->rd);
 	maro_buf_free(&h->wbuf);
-	while (h->nwait > h->wfirst)
+	while (h->nwait > h->wfirst) {
 		free(h->wait[--h->nwait].p);
+		maro_stats.tasks_inflight--;
+	}
 	free(h->wait);
 	maro_child_env_free(h->env);
 	memset(h, 0, sizeof *h);

@@ -211,7 +211,8 @@ maro_hold_ack_sure(struct maro_hold *h, struct maro_inbox *ib, const struct maro
 void
 maro_hold_ack(struct maro_hold *h, struct maro_inbox *ib, size_t i)
 {
-	struct maro_delivery dl = { .peer = h->msg[i].peer, .seq = h->msg[i].seq, .msg = h->msg[i].msg };
+	struct maro_delivery dl = { .n = h->msg[i].n, .peer = h->msg[i].peer, .seq = h->msg[i].seq,
+		.msg = h->msg[i].msg };
 
 	maro_inbox_done(ib, &dl);
 }

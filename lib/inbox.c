@@ -7,6 +7,7 @@
 
 #include "clock.h"
 #include "inbox.h"
+#include "stats.h"
 #include "strset.h"
 
 /*
@@ -521,5 +522,7 @@ maro_inbox_done(struct maro_inbox *ib, const struct maro_delivery *d)
 		dedup_add(ib, d->id_hash);
 	else
 		maro_inbox_settled(ib, d->msg.message_id);
+	maro_stats.msgs_in++;
+	maro_stats.bytes_in += d->n;
 	return queue_ack(ib, d->peer, d->seq);
 }

@@ -20,6 +20,7 @@
 #include "reply.h"
 #include "route.h"
 #include "session.h"
+#include "stats.h"
 #include "strset.h"
 #include "tool.h"
 #include "trace.h"

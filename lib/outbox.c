@@ -6,6 +6,7 @@
 #include "clock.h"
 #include "trace.h"
 #include "outbox.h"
+#include "stats.h"
 #include "strset.h"
 
 #define BATCH_BYTES (64 * 1024)
@@ -513,6 +514,8 @@ maro_outbox_settle(struct maro_outbox *ob, const char *name, struct maro_str ses
 			ob->ack(ob->fail_arg, d->name, e->p, e->n);
 		entry_done(ob, d, e);
 		ob->acked++;
+		maro_stats.msgs_out++;
+		maro_stats.bytes_out += e->n;
 		n++;
 	}
 	advance_head(d);
@@ -687,6 +690,8 @@ read_acks(struct maro_outbox *ob, struct dest *d)
 						ob->ack(ob->fail_arg, d->name, e->p, e->n);
 					entry_done(ob, d, e);
 					ob->acked++;
+					maro_stats.msgs_out++;
+					maro_stats.bytes_out += e->n;
 					progress = 1;
 				}
 			}
@@ -777,8 +782,10 @@ send_queued(struct maro_outbox *ob, struct dest *d, int64_t now)
 			struct entry *e = &d->ring[s & d->mask];
 
 			if (!e->acked) {
-				if (e->sent)
+				if (e->sent) {
 					ob->resent++;
+					maro_stats.resent++;
+				}
 				e->sent = now;
 			}
 		}

@@ -17,7 +17,8 @@
  *   .swept              touched by the last sweep (below)
  *
  * A heartbeat that changes nothing but the time touches its entry (the
- * mtime), without the lock (touch_own); every REWRITE_MS it rewrites it.
+ * mtime), without the lock (touch_own); every REWRITE_MS it rewrites it,
+ * and every STATS_REWRITE_MS when its counters (stats) changed.
  * An entry is live when it parses, its owner's lock is held, and its
  * heartbeat (the later of its hb field and its mtime, wall clock ms) is
  * younger than its own ttl.  Readers never
@@ -51,6 +52,8 @@
 #define SWEEP_AGE_S 3
 /* a heartbeat rewrites the entry (its load and memory figures) this often; else it touches it */
 #define REWRITE_MS 20000
+/* changed counters (stats) are written at most this often: they matter less than the lock */
+#define STATS_REWRITE_MS 5000
 /* a first registration sweeps the group unless one did within this time (.swept) */
 #define SWEEP_EVERY_S 10
 
@@ -607,8 +610,10 @@ write_entry(struct maro_registry *r, const struct maro_entry *e)
 
 /*
  * A heartbeat of an entry this handle holds, when nothing in it but the
- * time changed and it was written less than REWRITE_MS ago: its mtime is
- * set, without the group lock (a thousand members beat every second).  It
+ * time changed (or only its stats, written less than STATS_REWRITE_MS
+ * ago) and it was written less than REWRITE_MS ago: its mtime is set,
+ * without the group lock (a thousand members beat every second; a busy
+ * one's counters change at every beat).  It
  * cannot undo a takeover: the file it checked and touches is one inode,
  * and a taker's rename only puts another in its place.  1 done, 0 when the
  * entry must be written (under the lock).
@@ -621,7 +626,7 @@ touch_own(struct maro_registry *r, const struct maro_entry *e)
 	struct maro_registry_meta m;
 	struct stat st;
 	char file[MARO_NAME_MAX + 8];
-	int64_t written;
+	int64_t written, age;
 	int fd, ok;
 
 	if (d->ofd < 0)
@@ -632,10 +637,10 @@ touch_own(struct maro_registry *r, const struct maro_entry *e)
 		return 0;
 	ok = parse_entry(fd, &st, &cur, &m, &written) == 1 && !strcmp(m.token, r->token) &&
 	    !strcmp(m.owner, d->owner) && m.ttl_ms == r->ttl_ms &&
-	    maro_registry_wall_ms() - written < REWRITE_MS && !strcmp(cur.name, e->name) &&
+	    (age = maro_registry_wall_ms() - written) < REWRITE_MS && !strcmp(cur.name, e->name) &&
 	    !strcmp(cur.type, e->type) && !strcmp(cur.endpoint, e->endpoint) &&
 	    !strcmp(cur.info, e->info) && cur.pid == e->pid && !strcmp(cur.host, e->host) &&
-	    futimens(fd, NULL) == 0;
+	    (age < STATS_REWRITE_MS || !strcmp(cur.stats, e->stats)) && futimens(fd, NULL) == 0;
 	close(fd);
 	return ok;
 }

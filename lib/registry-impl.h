@@ -81,10 +81,10 @@ int64_t maro_registry_wall_ms(void);
 /*
  * The stored form of an entry: the same field names in both backends.
  * maro_registry_fields() lists an entry's own fields (name, type, endpoint,
- * host, pid, started, ncpu, load1, mem, info) as key/value strings; the
+ * host, pid, started, ncpu, load1, mem, info, stats) as key/value strings; the
  * backend adds its bookkeeping fields (token, hb, ttl, and owner for dir).
  */
-#define MARO_REGISTRY_NFIELDS 10
+#define MARO_REGISTRY_NFIELDS 11
 struct maro_registry_fields {
 	const char *key[MARO_REGISTRY_NFIELDS];
 	const char *val[MARO_REGISTRY_NFIELDS];

@@ -17,6 +17,7 @@
 
 #include "clock.h"
 #include "registry-impl.h"
+#include "stats.h"
 
 enum {
 	F_NAME = 1 << 0, F_TYPE = 1 << 1, F_ENDPOINT = 1 << 2, F_HOST = 1 << 3,
@@ -247,6 +248,11 @@ maro_registry_field(struct maro_entry *e, struct maro_registry_meta *m, const ch
 		if (text_field(e->info, sizeof e->info, v, n) < 0)
 			return -1;
 		clean_text(e->info);
+	} else if (KEY_IS("stats")) {
+		/* optional and never worth the entry: what cannot be kept is dropped */
+		if (text_field(e->stats, sizeof e->stats, v, n) < 0)
+			e->stats[0] = '\0';
+		clean_text(e->stats);
 	} else if (KEY_IS("token")) {
 		if (!hex_token(v, n))
 			return -1;
@@ -303,6 +309,7 @@ maro_registry_fields(const struct maro_entry *e, struct maro_registry_fields *f)
 {
 	static const char *const keys[MARO_REGISTRY_NFIELDS] = {
 		"name", "type", "endpoint", "host", "pid", "started", "ncpu", "load1", "mem", "info",
+		"stats",
 	};
 	size_t i;
 
@@ -320,6 +327,7 @@ maro_registry_fields(const struct maro_entry *e, struct maro_registry_fields *f)
 	for (i = 0; i < 5; i++)
 		f->val[4 + i] = f->num[i];
 	f->val[9] = e->info;
+	f->val[10] = e->stats;
 }
 
 int
@@ -382,6 +390,8 @@ fill_own(struct maro_entry *e)
 	e->pid = getpid();
 	e->started_ms = maro_registry_wall_ms();
 	fill_status(e);
+	/* already here, so that the first heartbeat of an idle member changes nothing */
+	maro_stats_text(e->stats, sizeof e->stats, maro_now_us());
 }
 
 static void
@@ -684,10 +694,12 @@ maro_registry_heartbeat(struct maro_registry *r)
 	int err = 0;
 
 	fill_status(&status);
+	maro_stats_text(status.stats, sizeof status.stats, maro_now_us());
 	while (i < r->nown) {
 		r->own[i].ncpu = status.ncpu;
 		r->own[i].load1 = status.load1;
 		r->own[i].mem_used_kb = status.mem_used_kb;
+		memcpy(r->own[i].stats, status.stats, sizeof status.stats);
 		if (refresh(r, i) == 0) {
 			i++;
 			continue;

@@ -12,6 +12,9 @@
  * (maro_tool_next_beat, tool.h) and an entry whose
  * heartbeat is older than the owner's TTL (default 5 s) is gone for every
  * reader.  dir: also drops an entry the moment its owner's process dies.
+ * Each heartbeat publishes the process's counters (stats.h) in the entry's
+ * stats; on dir: a heartbeat that changes only them rewrites the entry at
+ * most every 5 s (an idle member's do not change: it only touches it).
  * The stored layouts: registry-dir.c, registry-redis.c, and maro(7).
  * A name is held by one live owner; names starting with '~' are private
  * inboxes (reply inboxes of blocking senders): lookups find them, listings
@@ -31,6 +34,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "stats.h"
+
 #define MARO_NAME_MAX 128
 #define MARO_ENDPOINT_MAX 256
 #define MARO_HOST_MAX 256
@@ -49,6 +54,10 @@ struct maro_entry {
 	uint64_t mem_used_kb;			/* host memory in use, likewise */
 	char info[MARO_INFO_MAX + 1];		/* free text set by the owner (e.g. pool counts);
 						   control bytes read as spaces, bad UTF-8 as '?' */
+	char stats[MARO_STATS_MAX + 1];		/* the owner's counters (stats.h: maro_stats_text),
+						   filled by register/heartbeat; optional: one too
+						   long or with a NUL reads as empty, and is cleaned
+						   as info is */
 };
 
 struct maro_registry_opts {

@@ -33,10 +33,35 @@ json_line(struct maro_buf *out, json_t *j)
 	return rc;
 }
 
+/*
+ * An entry's stats as an object of numbers (the keys stats.h names), or
+ * NULL when it publishes none that can be read.
+ */
+static json_t *
+stats_json(const char *text)
+{
+	struct maro_stats_view sv;
+	json_t *j;
+	int k;
+
+	if (maro_stats_parse(text, &sv) == 0 || !(j = json_object()))
+		return NULL;
+	for (k = 0; k < MARO_STATS_NKEYS; k++) {
+		if (!(sv.have & 1u << k))
+			continue;
+		if (k < MARO_STATS_NINTS)
+			json_object_set_new(j, maro_stats_key_name(k), json_integer((json_int_t)sv.n[k]));
+		else
+			json_object_set_new(j, maro_stats_key_name(k),
+			    json_real(sv.rate[k - MARO_STATS_NINTS]));
+	}
+	return j;
+}
+
 static json_t *
 entry_json(const struct maro_entry *e, const char *event)
 {
-	json_t *j = json_object();
+	json_t *j = json_object(), *st;
 
 	if (!j)
 		return NULL;
@@ -55,6 +80,8 @@ entry_json(const struct maro_entry *e, const char *event)
 	json_object_set_new(j, "load1", json_real(e->load1));
 	json_object_set_new(j, "mem_used_kb", json_integer((json_int_t)e->mem_used_kb));
 	json_object_set_new(j, "info", json_string(e->info));
+	if ((st = stats_json(e->stats)))
+		json_object_set_new(j, "stats", st);
 	return j;
 }
 
@@ -162,14 +189,45 @@ struct hoststat {
 struct typestat {
 	const char *type;
 	size_t members;
+	size_t publish;			/* members that publish stats */
+	int flight;			/* one of them has tasks in flight */
+	struct maro_stats_view sum;	/* their stats added up (counts and rates) */
 };
 
 /* The summary's figures, gathered once for both of its forms. */
 struct summary {
 	struct hoststat *hs;
 	struct typestat *ts;
-	size_t nh, nt, cpus, npools;
+	struct maro_stats_view *sv;	/* each entry's stats, read */
+	size_t nh, nt, cpus, npools, publish;
 };
+
+/* The figures of the stats tables: their keys, as columns. */
+static const enum maro_stats_key shown[] = {
+	MARO_STATS_IN, MARO_STATS_OUT, MARO_STATS_DONE, MARO_STATS_FAILED, MARO_STATS_FLIGHT,
+	MARO_STATS_RDONE, MARO_STATS_RIN, MARO_STATS_ROUT,
+};
+#define NSHOWN (sizeof shown / sizeof shown[0])
+
+static void
+add_stats(struct typestat *t, const struct maro_stats_view *v)
+{
+	size_t i;
+
+	t->publish++;
+	t->flight |= (v->have >> MARO_STATS_FLIGHT) & 1;
+	for (i = 0; i < NSHOWN; i++) {
+		enum maro_stats_key k = shown[i];
+
+		if (k < MARO_STATS_NINTS)
+			t->sum.n[k] += v->have & 1u << k ? v->n[k] : 0;
+		else
+			t->sum.rate[k - MARO_STATS_NINTS] += maro_stats_value(v, k);
+		t->sum.have |= 1u << k;
+	}
+	if (!t->flight)
+		t->sum.have &= ~(1u << MARO_STATS_FLIGHT);
+}
 
 static int
 by_type(const void *a, const void *b)
@@ -185,9 +243,11 @@ summarize(struct summary *s, const struct maro_entry *v, size_t n)
 	memset(s, 0, sizeof *s);
 	s->hs = calloc(n + 1, sizeof *s->hs);
 	s->ts = calloc(n + 1, sizeof *s->ts);
-	if (!s->hs || !s->ts) {
+	s->sv = calloc(n + 1, sizeof *s->sv);
+	if (!s->hs || !s->ts || !s->sv) {
 		free(s->hs);
 		free(s->ts);
+		free(s->sv);
 		errno = ENOMEM;
 		return -1;
 	}
@@ -205,6 +265,10 @@ summarize(struct summary *s, const struct maro_entry *v, size_t n)
 			s->ts[s->nt++].type = v[i].type;
 		s->ts[k].members++;
 		s->npools += !strcmp(v[i].type, "pool");
+		if (maro_stats_parse(v[i].stats, &s->sv[i]) > 0) {
+			add_stats(&s->ts[k], &s->sv[i]);
+			s->publish++;
+		}
 	}
 	qsort(s->ts, s->nt, sizeof *s->ts, by_type);
 	for (k = 0; k < s->nh; k++)
@@ -257,13 +321,123 @@ status_json(const struct summary *s, const struct maro_entry *v, size_t n)
 		json_array_append_new(ja, p);
 	}
 	json_object_set_new(j, "pools", ja);
+	ja = json_object();
+	for (k = 0; k < s->nt; k++) {
+		json_t *t;
+		size_t f;
+
+		if (!s->ts[k].publish)
+			continue;
+		t = json_object();
+		json_object_set_new(t, "publishers", json_integer((json_int_t)s->ts[k].publish));
+		for (f = 0; f < NSHOWN; f++) {
+			enum maro_stats_key key = shown[f];
+
+			if (!(s->ts[k].sum.have & 1u << key))
+				continue;
+			json_object_set_new(t, maro_stats_key_name(key), key < MARO_STATS_NINTS ?
+			    json_integer((json_int_t)s->ts[k].sum.n[key]) :
+			    json_real(s->ts[k].sum.rate[key - MARO_STATS_NINTS]));
+		}
+		json_object_set_new(ja, s->ts[k].type, t);
+	}
+	json_object_set_new(j, "type_stats", ja);
+	ja = json_array();
+	for (i = 0; i < n; i++) {
+		json_t *c, *st;
+
+		if (!s->sv[i].have || !(st = stats_json(v[i].stats)))
+			continue;
+		c = json_object();
+		json_object_set_new(c, "name", json_string(v[i].name));
+		json_object_set_new(c, "type", json_string(v[i].type));
+		json_object_set_new(c, "host", json_string(v[i].host));
+		json_object_set_new(c, "stats", st);
+		json_array_append_new(ja, c);
+	}
+	json_object_set_new(j, "components", ja);
 	return j;
+}
+
+/* One row of a stats table: title, then the figures of v ("-" for those absent). */
+static int
+stats_row(struct maro_buf *out, int w, const char *title, const struct maro_stats_view *v)
+{
+	static const int width[NSHOWN] = { 10, 10, 10, 7, 7, 9, 9, 9 };
+	size_t f;
+	int rc = maro_buf_printf(out, "%-*s", w, title);
+
+	for (f = 0; f < NSHOWN; f++) {
+		enum maro_stats_key k = shown[f];
+
+		if (k == MARO_STATS_FLIGHT && !(v->have & 1u << k))
+			rc |= maro_buf_printf(out, "  %*s", width[f], "-");
+		else if (k < MARO_STATS_NINTS)
+			rc |= maro_buf_printf(out, "  %*llu", width[f], (unsigned long long)
+			    (v->have & 1u << k ? v->n[k] : 0));
+		else
+			rc |= maro_buf_printf(out, "  %*.1f", width[f], maro_stats_value(v, k));
+	}
+	return rc | maro_buf_puts(out, "\n");
+}
+
+/*
+ * What the members that publish stats did: their sums per type, then one
+ * row each.
+ */
+static int
+stats_text(struct maro_buf *out, const struct summary *s, const struct maro_entry *v, size_t n)
+{
+	size_t i, k;
+	int w = 24, rc = 0;
+
+	if (!s->publish)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (s->sv[i].have && (int)strlen(v[i].name) > w)
+			w = (int)strlen(v[i].name);
+	for (k = 0; k < 2; k++) {
+		rc |= maro_buf_printf(out, "\n%-*s  %10s  %10s  %10s  %7s  %7s  %9s  %9s  %9s\n", w,
+		    k ? "NAME" : "TYPE", "IN", "OUT", "DONE", "FAILED", "FLIGHT", "DONE/s", "IN/s",
+		    "OUT/s");
+		if (k == 0) {
+			for (i = 0; i < s->nt; i++)
+				if (s->ts[i].publish)
+					rc |= stats_row(out, w, s->ts[i].type, &s->ts[i].sum);
+		} else {
+			for (i = 0; i < n; i++)
+				if (s->sv[i].have)
+					rc |= stats_row(out, w, v[i].name, &s->sv[i]);
+		}
+	}
+	return rc;
+}
+
+/* The pools' table, when there are pools. */
+static int
+pools_text(struct maro_buf *out, const struct summary *s, const struct maro_entry *v, size_t n)
+{
+	size_t i;
+	int rc = 0;
+
+	if (!s->npools)
+		return 0;
+	rc |= maro_buf_printf(out, "\n%-24s  %-16s  %5s  %7s  %8s  %6s\n", "POOL", "HOST", "JOBS",
+	    "RUNNING", "RESTARTS", "GAVEUP");
+	for (i = 0; i < n; i++)
+		if (!strcmp(v[i].type, "pool"))
+			rc |= maro_buf_printf(out, "%-24s  %-16s  %5ld  %7ld  %8ld  %6ld\n", v[i].name,
+			    v[i].host, maro_view_info_count(v[i].info, "jobs"),
+			    maro_view_info_count(v[i].info, "running"),
+			    maro_view_info_count(v[i].info, "restarts"),
+			    maro_view_info_count(v[i].info, "gaveup"));
+	return rc ? -1 : 0;
 }
 
 static int
 status_text(struct maro_buf *out, const struct summary *s, const struct maro_entry *v, size_t n)
 {
-	size_t i, k;
+	size_t k;
 	int rc = 0;
 
 	rc |= maro_buf_printf(out, "hosts %zu, members %zu, CPUs %zu\n\n", s->nh, n, s->cpus);
@@ -280,17 +454,8 @@ status_text(struct maro_buf *out, const struct summary *s, const struct maro_ent
 	rc |= maro_buf_printf(out, "\n%-24s  %7s\n", "TYPE", "MEMBERS");
 	for (k = 0; k < s->nt; k++)
 		rc |= maro_buf_printf(out, "%-24s  %7zu\n", s->ts[k].type, s->ts[k].members);
-	if (!s->npools)
-		return rc ? -1 : 0;
-	rc |= maro_buf_printf(out, "\n%-24s  %-16s  %5s  %7s  %8s  %6s\n", "POOL", "HOST", "JOBS",
-	    "RUNNING", "RESTARTS", "GAVEUP");
-	for (i = 0; i < n; i++)
-		if (!strcmp(v[i].type, "pool"))
-			rc |= maro_buf_printf(out, "%-24s  %-16s  %5ld  %7ld  %8ld  %6ld\n", v[i].name,
-			    v[i].host, maro_view_info_count(v[i].info, "jobs"),
-			    maro_view_info_count(v[i].info, "running"),
-			    maro_view_info_count(v[i].info, "restarts"),
-			    maro_view_info_count(v[i].info, "gaveup"));
+	rc |= pools_text(out, s, v, n);
+	rc |= stats_text(out, s, v, n);
 	return rc ? -1 : 0;
 }
 
@@ -305,6 +470,7 @@ maro_view_status(struct maro_buf *out, const struct maro_entry *v, size_t n, int
 	rc = json ? json_line(out, status_json(&s, v, n)) : status_text(out, &s, v, n);
 	free(s.hs);
 	free(s.ts);
+	free(s.sv);
 	return rc;
 }
 

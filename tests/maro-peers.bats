@@ -80,7 +80,8 @@ listed() { maro-peers -f json | jq -r .name | grep -qx "$1"; }
 		.endpoint == "tcp://127.0.0.1:5001" and .pid == $pid and
 		.started > 1600000000000 and .heartbeat_age_ms >= 0 and
 		.heartbeat_age_ms < 3000 and .ncpu >= 1 and (.load1 | type) == "number" and
-		.mem_used_kb > 0 and .info == "" and (keys | length) == 11'
+		.mem_used_kb > 0 and .info == "" and .stats.in == 0 and .stats.done == 0 and
+		(keys | length) == 12'
 	echo "${lines[1]}" | jq -e '.name == "worker.2"'
 }
 
@@ -327,4 +328,77 @@ listed() { maro-peers -f json | jq -r .name | grep -qx "$1"; }
 	kill -0 "$HOLD_PID"
 	run sh -c 'maro-peers -f json | jq -r .pid'
 	assert_output "$HOLD_PID"
+}
+
+# stats_are NAME JQ: the stats of NAME in the --status summary satisfy JQ
+stats_are() {
+	maro-peers --status -f json |
+		jq -e ".components[] | select(.name == \"$1\") | .stats | $2" > /dev/null
+}
+
+@test "stats: a worker's tasks done and failed, messages in and out, in the summary and the listing" {
+	# the task 7 fails until the scatter gives it up
+	bg 60 maro-dist -n worker.1 --raw --on '*:*:1' 'read x; [ "$x" != 7 ] || exit 3; echo "$x"' 2> dist.err
+	wait_until 10 live_is worker. 1
+	run timeout 30 sh -c 'seq 10 | maro-scatter -P worker -t t --json-lines --task-timeout 2s --retries 1 -W 20s -f payload 2> scatter.err'
+	assert_failure 3
+	[ "${#lines[@]}" -eq 9 ]
+	# within a few heartbeats (dir: a rewrite at most every 5 s)
+	wait_until 15 stats_are worker.1 '.done == 9 and .in >= 9 and .out >= 9 and .failed >= 1 and .flight == 0'
+	run -0 maro-peers --status -f json
+	[ "$(echo "$output" | jq -c '.type_stats.worker | [.publishers, .done]')" = "[1,9]" ]
+	# the listing carries them too
+	run -0 maro-peers -f json
+	[ "$(echo "$output" | jq -c 'select(.name == "worker.1") | .stats | [.done, .in >= 9]')" = "[9,true]" ]
+	# and the text: the type's sums, then the member's row
+	run -0 maro-peers --status
+	assert_line --regexp '^NAME +IN +OUT +DONE +FAILED +FLIGHT +DONE/s +IN/s +OUT/s$'
+	assert_line --regexp '^worker +[0-9]+ +[0-9]+ +9 +[1-9][0-9]* +0 +[0-9]+\.[0-9] +[0-9]+\.[0-9] +[0-9]+\.[0-9]$'
+	assert_line --regexp '^worker\.1 +[0-9]+ +[0-9]+ +9 +[1-9][0-9]* +0 +[0-9]+\.[0-9] +[0-9]+\.[0-9] +[0-9]+\.[0-9]$'
+}
+
+@test "stats: rates are positive while a scatter runs, and the sums of a type add up" {
+	local w
+	for w in 1 2; do
+		bg 60 maro-dist -n "worker.$w" --raw --co '*:*:1' 'while read -r x; do sleep 0.02; echo "$x"; done'
+	done
+	wait_until 10 live_is worker. 2
+	bg 40 sh -c 'seq 600 | maro-scatter -P worker -t t --json-lines -W 35s -f payload > out'
+	wait_until 15 stats_are worker.1 '.rdone > 0 and .rin > 0 and .rout > 0'
+	wait_until 15 stats_are worker.2 '.rdone > 0'
+	run -0 maro-peers --status -f json
+	echo "$output" | jq -e '.type_stats.worker.rdone > 0 and .type_stats.worker.publishers == 2' > /dev/null
+	# once it is done, every task is counted, and the rates vanish
+	wait_until 40 has_lines out 600
+	wait_until 15 sh -c 'maro-peers --status -f json | jq -e ".type_stats.worker | .done == 600 and .rdone == 0" > /dev/null'
+}
+
+@test "stats: an entry whose stats are garbage is listed, its stats ignored" {
+	hold worker.1
+	local junk='in=x out=-1 zz=3 win=3/ rin=nan done=1e3'
+	if backend dir; then
+		dir=${MARO_REGISTRY#dir:}/$MARO_GROUP
+		sed "s/^name=.*/name=copy/; s|^stats=.*|stats=$junk|" "$dir/worker.1.entry" > "$dir/copy.entry"
+		sed "s/^name=.*/name=long/; s|^stats=.*|stats=in=1$(printf '%0300d' 0)|" \
+			"$dir/worker.1.entry" > "$dir/long.entry"
+	else
+		key="maro:$MARO_GROUP"
+		for n in copy long; do
+			s=$junk
+			[ $n = copy ] || s="in=1$(printf '%0300d' 0)"
+			redis-cli -p "$(redis_port)" EVAL "
+				redis.call('HSET', KEYS[2], unpack(redis.call('HGETALL', KEYS[1])))
+				redis.call('HSET', KEYS[2], 'name', ARGV[1], 'stats', ARGV[2])
+				redis.call('PEXPIRE', KEYS[2], 60000)
+				redis.call('ZADD', KEYS[3], 99999999999999, ARGV[1])" \
+				3 "$key:m:worker.1" "$key:m:$n" "$key:members" "$n" "$s" > /dev/null
+		done
+	fi
+	run -0 timeout 10 maro-peers -f json
+	[ "$(echo "$output" | jq -r .name | tr '\n' ' ')" = "copy long worker.1 " ]
+	[ "$(echo "$output" | jq -c 'select(.name != "worker.1") | .stats')" = "$(printf 'null\nnull')" ]
+	run -0 timeout 10 maro-peers --status -f json
+	[ "$(echo "$output" | jq -c '[.members, [.components[].name]]')" = '[3,["worker.1"]]' ]
+	run -0 timeout 10 maro-peers --status
+	refute_line --regexp '^(copy|long) '
 }
