@@ -164,30 +164,6 @@ say_missing(struct scatter *s)
  * nothing answered (and acknowledged) is lost; the holes are named by
  * say_missing.  In a last second, past -W or a signal.
  */
-/*
- * The figures this tool publishes with its heartbeat (lib/stats.h): its
- * tasks answered and given up, those at a peer, and the window of the
- * live peers.  Read from the queue at heartbeat time, not counted per task.
- */
-static void
-publish(const struct maro_scatter *sc)
-{
-	const struct maro_workq *q = &sc->q;
-	uint64_t flight = 0, window = 0;
-	size_t p;
-
-	for (p = 0; p < q->npeers; p++) {
-		flight += q->peers[p].inflight;
-		window += q->peers[p].live & 1 ? q->window : 0;
-	}
-	maro_stats.tasks_done = q->ndone - q->nfailed;
-	maro_stats.tasks_failed = q->nfailed;
-	maro_stats.has_flight = 1;
-	maro_stats.tasks_inflight = flight;
-	maro_stats.window_used = flight;
-	maro_stats.window = window;
-}
-
 static void
 flush_ordered(struct scatter *s)
 {
@@ -365,7 +341,7 @@ main(int argc, char **argv)
 			break;
 		now = maro_now_us();
 		if (sc->rq.inbox && now >= next_hb)
-			publish(sc);
+			maro_scatter_publish(sc);
 		if (sc->rq.inbox)
 			maro_tool_beat(sc->c, NULL, now, &next_hb);
 		/*

@@ -6,6 +6,7 @@
 #include "clock.h"
 #include "registry.h"
 #include "scatter.h"
+#include "stats.h"
 #include "trace.h"
 
 #define NO_PEER MARO_WORKQ_NO_PEER
@@ -285,4 +286,23 @@ maro_scatter_wake(const struct maro_scatter *sc, int64_t wake)
 	if (sc->rq.inbox && maro_inbox_ack_deadline(sc->rq.inbox) < wake)
 		wake = maro_inbox_ack_deadline(sc->rq.inbox);
 	return wake;
+}
+
+void
+maro_scatter_publish(const struct maro_scatter *sc)
+{
+	const struct maro_workq *q = &sc->q;
+	uint64_t flight = 0, window = 0;
+	size_t p;
+
+	for (p = 0; p < q->npeers; p++) {
+		flight += q->peers[p].inflight;
+		window += q->peers[p].live & 1 ? q->window : 0;
+	}
+	maro_stats.tasks_done = q->ndone - q->nfailed;
+	maro_stats.tasks_failed = q->nfailed;
+	maro_stats.has_flight = 1;
+	maro_stats.tasks_inflight = flight;
+	maro_stats.window_used = flight;
+	maro_stats.window = window;
 }

@@ -85,6 +85,12 @@ int maro_scatter_replies(struct maro_scatter *sc);
 size_t maro_scatter_missing(const struct maro_scatter *sc);
 /* The reply inbox and the outbox's sockets (max at most), in items (room for max + 1): how many. */
 int maro_scatter_pollitems(struct maro_scatter *sc, zmq_pollitem_t *items, int max);
+/*
+ * Sets what a heartbeat publishes (stats.h) from the queue: tasks answered
+ * and given up, those at a peer, and the window of the live peers; read at
+ * heartbeat time, not counted per task.
+ */
+void maro_scatter_publish(const struct maro_scatter *sc);
 /* The earlier of wake and when the engine has something to do next. */
 int64_t maro_scatter_wake(const struct maro_scatter *sc, int64_t wake);
 
