@@ -793,6 +793,20 @@ send_queued(struct maro_outbox *ob, struct dest *d, int64_t now)
 	}
 }
 
+/*
+ * A connection that takes nothing while not one descriptor is free: its
+ * I/O thread's connect most likely failed for want of one, which libzmq
+ * retries in silence.  Said as a connection that could not be made.
+ */
+static void
+stalled_for_fds(struct maro_outbox *ob, const struct dest *d)
+{
+	if (maro_fds_free(1))
+		return;
+	ob->conn_err = EMFILE;
+	snprintf(ob->conn_err_name, sizeof ob->conn_err_name, "%s", d->name);
+}
+
 void
 maro_outbox_prompt(struct maro_outbox *ob)
 {
@@ -839,6 +853,7 @@ maro_outbox_run(struct maro_outbox *ob)
 		 * connected, or moved): look the name up again, as for a stall
 		 */
 		if (d->blocked_since && d->blocked_since + d->retry_us <= now) {
+			stalled_for_fds(ob, d);
 			dest_lookup(ob, d, now);
 			d->blocked_since = now;
 			d->retry_us = d->retry_us * 2 > RETRY_MAX_US ? RETRY_MAX_US : d->retry_us * 2;
@@ -853,6 +868,7 @@ maro_outbox_run(struct maro_outbox *ob)
 				maro_trace("no acknowledgement from '%s' in %lld ms: sending %llu again",
 				    d->name, (long long)(d->retry_us / 1000), (unsigned long long)k);
 			}
+			stalled_for_fds(ob, d);
 			dest_lookup(ob, d, now);
 			d->next = d->head;
 			d->retry_us = d->retry_us * 2 > RETRY_MAX_US ? RETRY_MAX_US : d->retry_us * 2;

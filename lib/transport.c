@@ -410,8 +410,8 @@ zmq_bind_inbox(struct maro_ctx *c, char endpoint[MARO_ENDPOINT_MAX + 1])
  * mailbox, then the connection its I/O thread opens); libzmq retries an
  * I/O thread's connect that fails for want of one for ever, and silently.
  */
-static int
-fds_free(int n)
+int
+maro_fds_free(int n)
 {
 	int fd[8], k, ok = 1;
 
@@ -434,7 +434,7 @@ zmq_connect_outbox(struct maro_ctx *c, const char *endpoint)
 	int ivl = 100, max = 1000;
 
 	/* the connection's two, and two to spare for the registry's look-ups */
-	if (!fds_free(4)) {
+	if (!maro_fds_free(4)) {
 		errno = EMFILE;
 		return NULL;
 	}

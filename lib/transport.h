@@ -134,6 +134,13 @@ extern const struct maro_driver maro_driver_zmq;
  * how many items are ready, or -1 (errno).
  */
 int maro_poll(struct maro_ctx *c, zmq_pollitem_t *items, int n, long timeout_ms);
+/*
+ * Are n more descriptors (at most 8) to be had now?  0 when the process
+ * is out of them (EMFILE, ENFILE).  A connection costs two: its socket's
+ * mailbox, then the connection its I/O thread opens, which libzmq retries
+ * for ever, and silently, when it fails for want of one.
+ */
+int maro_fds_free(int n);
 
 /* Is this endpoint one a group member may advertise? (tcp://host:port, ipc://path) */
 int maro_endpoint_valid(const char *ep);
