@@ -39,6 +39,8 @@ struct maro_registry {
 	char err[512];
 	struct maro_entry *own;			/* what this handle registered */
 	size_t nown, capown;
+	struct maro_entry status;		/* the host's figures (ncpu, load1, mem) */
+	int64_t status_us;			/* when they were read (maro_now_us), 0 never */
 };
 
 /*

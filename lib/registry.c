@@ -349,6 +349,9 @@ maro_registry_collect(struct maro_registry *r, struct maro_registry_list *l,
 	return 0;
 }
 
+/* a heartbeat reads the host's figures again after this long */
+#define STATUS_EVERY_US 10000000
+
 /* What the host says about itself, for cluster status. */
 static void
 fill_status(struct maro_entry *e)
@@ -692,9 +695,20 @@ maro_registry_heartbeat(struct maro_registry *r)
 	char lost[sizeof r->err] = "";
 	size_t i = 0;
 	int err = 0;
+	int64_t now = maro_now_us();
 
-	fill_status(&status);
-	maro_stats_text(status.stats, sizeof status.stats, maro_now_us());
+	/*
+	 * the host's figures are read again every STATUS_EVERY_US: reading
+	 * /proc at every heartbeat of a thousand members was most of what an
+	 * idle group cost, and both backends write them only every 20 s
+	 * unless something else changed
+	 */
+	if (!r->status_us || now - r->status_us >= STATUS_EVERY_US) {
+		fill_status(&r->status);
+		r->status_us = now;
+	}
+	status = r->status;
+	maro_stats_text(status.stats, sizeof status.stats, now);
 	while (i < r->nown) {
 		r->own[i].ncpu = status.ncpu;
 		r->own[i].load1 = status.load1;
