@@ -138,16 +138,31 @@ out:
 	return rc;
 }
 
+/*
+ * The members are looked at every REFRESH_US, or 10 times as long as the
+ * last look took, whichever is longer: listing a thousand members (a
+ * directory of a thousand files, or a Redis reply of half a megabyte) then
+ * costs the scatter a tenth of its time at most, not a third of it.
+ */
 int
 maro_scatter_peers(struct maro_scatter *sc, int64_t now, int fresh)
 {
+	int64_t every = sc->refresh_took * 10, last;
+	int rc;
+
 	if (!sc->prefix)
 		return 0;
+	if (every < REFRESH_US)
+		every = REFRESH_US;
+	last = sc->next_refresh - every;
 	/* new work after a pause: peers that joined meanwhile get a share of it */
-	if (fresh ? sc->next_refresh - REFRESH_US + 20000 > now : now < sc->next_refresh)
+	if (fresh ? now - last < (every > REFRESH_US ? every : 20000) : now < sc->next_refresh)
 		return 0;
-	sc->next_refresh = now + REFRESH_US;
-	return refresh(sc);
+	rc = refresh(sc);
+	sc->refresh_took = maro_now_us() - now;
+	every = sc->refresh_took * 10 > REFRESH_US ? sc->refresh_took * 10 : REFRESH_US;
+	sc->next_refresh = now + every;
+	return rc;
 }
 
 int
