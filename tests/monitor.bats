@@ -2,7 +2,8 @@
 # The cluster monitor of maro-peers: --status -f prometheus checked by
 # promtool; --serve's page, JSON and metrics over real HTTP (curl), scraped
 # by a real Prometheus server and read back through its query API; the page
-# rendered by headless Chromium while a scatter runs (a screenshot is kept
+# rendered by headless Chromium while a scatter runs, and one page left
+# open there, read through the DevTools protocol (a screenshot is kept
 # in build/monitor.png); and a Redis outage the server lives through.
 # Each test runs on a Redis of the suite's own (stats on every heartbeat:
 # dir: rewrites them only every 5 s), or, for the outage, of its own.
@@ -20,6 +21,7 @@ setup() {
 }
 teardown() {
 	[ -z "$STOPPED" ] || kill -CONT "$STOPPED" 2>/dev/null || :
+	exec 7>&- 8<&-
 	default_teardown
 	sh "$MARO_TOP/scripts/test-redis" stop "$BATS_TEST_TMPDIR/r2" 2>/dev/null || :
 }
@@ -230,24 +232,75 @@ dom() {
 	timeout 30 chromium --headless --no-sandbox --disable-gpu --user-data-dir="$BATS_TEST_TMPDIR/chrome" \
 		--virtual-time-budget=3000 --dump-dom "$URL" 2> chrome.err
 }
-# page_done: the tasks done the page shows
-page_done() { dom | sed -n 's/.*id="n-done">\([0-9][0-9]*\)<.*/\1/p'; }
-page_done_over() { local d; d=$(page_done); [ -n "$d" ] && [ "$d" -gt "$1" ]; }
 
-@test "the status page in headless Chromium: the workers' rows, a count of tasks done that rises; a screenshot" {
+# One page left open in headless Chromium, read through the DevTools
+# protocol on a pipe (--remote-debugging-pipe: its fds 3 and 4, here 7 and
+# 8, NUL-ended JSON): cdp_open URL, cdp_eval EXPR (its value), cdp_close.
+cdp_send() { printf '%s\0' "$1" >&7; }
+# cdp_recv ID: the reply to the request ID (events are skipped)
+cdp_recv() {
+	local m
+	while IFS= read -r -d '' -t 10 m <&8; do
+		if [ "$(jq -r .id <<< "$m")" = "$1" ]; then
+			printf '%s\n' "$m"
+			return 0
+		fi
+	done
+	echo "cdp_recv: no reply $1" >&2
+	return 1
+}
+cdp_open() {
+	local target
+	mkfifo cdp.in cdp.out
+	bg 60 sh -c 'exec chromium "$@" 3< cdp.in 4> cdp.out' sh --headless --no-sandbox --disable-gpu \
+		--user-data-dir="$BATS_TEST_TMPDIR/chrome.cdp" --remote-debugging-pipe "$1" 2> cdp.err
+	exec 7> cdp.in 8< cdp.out
+	cdp_send '{"id":1,"method":"Target.getTargets"}'
+	target=$(cdp_recv 1 | jq -r '.result.targetInfos[] | select(.type == "page") | .targetId' | head -n 1)
+	cdp_send "$(jq -nc --arg t "$target" '{id: 2, method: "Target.attachToTarget", params: {targetId: $t, flatten: true}}')"
+	CDP_SESSION=$(cdp_recv 2 | jq -r .result.sessionId)
+	[ -n "$CDP_SESSION" ] && [ "$CDP_SESSION" != null ]
+}
+cdp_eval() {
+	local id=$((RANDOM + 10))
+	cdp_send "$(jq -nc --arg s "$CDP_SESSION" --arg e "$1" --argjson id "$id" \
+		'{id: $id, sessionId: $s, method: "Runtime.evaluate", params: {expression: $e}}')"
+	cdp_recv "$id" | jq -r '.result.result.value // empty'
+}
+cdp_close() {
+	cdp_send '{"id":3,"method":"Browser.close"}'
+	cdp_recv 3 > /dev/null || :
+	exec 7>&- 8<&-
+}
+# open_page_done_over N: the open page shows more than N tasks done
+open_page_done_over() {
+	local d
+	d=$(cdp_eval "document.getElementById('n-done').textContent")
+	[[ "$d" =~ ^[0-9]+$ ]] && [ "$d" -gt "$1" ]
+}
+
+@test "the status page in headless Chromium: the workers' rows; left open, its count of tasks done rises; a screenshot" {
 	need chromium chromium
 	workers 2 0.05
 	serve
 	bg 40 sh -c 'seq 400 | maro-scatter -P worker -t t --json-lines -W 35s -f payload > out'
 	wait_until 15 sh -c '[ "$(maro-peers --status -f json | jq ".type_stats.worker.done")" -gt 0 ]'
+	# the DOM once the page has polled
 	run -0 dom
 	assert_output --partial '<tr data-name="worker.1"><td class="name">worker.1</td><td class="type">worker</td>'
 	assert_output --partial '<tr data-name="worker.2">'
 	assert_output --partial 'class="up">registry up'
-	local d1
-	d1=$(printf '%s\n' "$output" | sed -n 's/.*id="n-done">\([0-9][0-9]*\)<.*/\1/p')
-	[ -n "$d1" ]
-	wait_until 25 page_done_over "$d1"
+	# one page, never reloaded: what it shows rises as it polls
+	cdp_open "$URL"
+	wait_until 10 open_page_done_over 0
+	local d1 loads
+	d1=$(cdp_eval "document.getElementById('n-done').textContent")
+	wait_until 20 open_page_done_over "$d1"
+	[ "$(cdp_eval "document.querySelectorAll('#components tr[data-name]').length")" = 2 ]
+	# still the first load of the page
+	loads=$(cdp_eval "performance.getEntriesByType('navigation').length + ':' + performance.getEntriesByType('navigation')[0].type")
+	[ "$loads" = 1:navigate ]
+	cdp_close
 	# a phone's screen, for people to look at
 	timeout 30 chromium --headless --no-sandbox --disable-gpu --user-data-dir="$BATS_TEST_TMPDIR/chrome" \
 		--hide-scrollbars --window-size=412,915 --virtual-time-budget=3000 \
