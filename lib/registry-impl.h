@@ -22,6 +22,12 @@
 #define MARO_TTL_MIN_MS 2000
 #define MARO_TTL_MAX_MS 3600000
 
+/*
+ * Joining (opening the registry, a name's first write) asks a registry
+ * that does not answer in time again, until -W or for this long without it
+ */
+#define JOIN_WAIT_US 60000000
+
 struct maro_registry_backend;
 
 /* A growing array for list. */

@@ -459,13 +459,19 @@ static int
 redis_open(struct maro_registry *r, const char *url)
 {
 	struct rds *d = calloc(1, sizeof *d);
+	int64_t end;
+	int rc;
 
 	if (!d)
 		return maro_registry_fail(r, ENOMEM, "out of memory");
 	r->priv = d;
 	if (parse_url(d, url) < 0)
 		return maro_registry_fail(r, EINVAL, "invalid redis URL (redis://[user:password@]host:port[/db])");
-	return connect_server(r);
+	/* a server too busy to answer (hundreds joining at once) is asked again: JOIN_WAIT_US */
+	end = maro_now_us() + maro_budget_us(JOIN_WAIT_US, 0);
+	while ((rc = connect_server(r)) < 0 && errno == ETIMEDOUT && !maro_signal && maro_now_us() < end)
+		;
+	return rc;
 }
 
 static void

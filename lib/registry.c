@@ -591,6 +591,27 @@ replaces(const struct maro_entry *mine, const struct maro_entry *h)
 	return !errno && !*end && pid > 0 && h->pid == pid && h->host[0] && !strcmp(h->host, mine->host);
 }
 
+/*
+ * The first write of a name.  A registry too slow to answer in time
+ * (ETIMEDOUT: a Redis under a thousand joins at once, or this process
+ * starved of the CPU by them) is asked again until -W, or JOIN_WAIT_US
+ * without it: a component started with hundreds of others must not die of
+ * their number.  A registry that refuses or is absent fails at once.
+ */
+static int
+put_joining(struct maro_registry *r, const struct maro_entry *e, int takeover, struct maro_entry *h)
+{
+	int64_t end = maro_now_us() + maro_budget_us(JOIN_WAIT_US, 0);
+	int rc;
+
+	while ((rc = r->be->put(r, e, takeover, h)) < 0 && errno == ETIMEDOUT && !maro_signal &&
+	    maro_now_us() < end)
+		;
+	if (rc < 0 && errno == ETIMEDOUT && maro_signal)
+		errno = EINTR;
+	return rc;
+}
+
 int
 maro_registry_register(struct maro_registry *r, const struct maro_entry *e, int takeover,
     struct maro_entry *holder)
@@ -633,7 +654,7 @@ maro_registry_register(struct maro_registry *r, const struct maro_entry *e, int 
 	 * Redis entry's expiry), never a pid probe: pids mean nothing across
 	 * PID namespaces, nor across hosts that share a name
 	 */
-	rc = r->be->put(r, &mine, takeover, &h);
+	rc = put_joining(r, &mine, takeover, &h);
 	if (rc < 0 && errno == EEXIST) {
 		if (replaces(&mine, &h)) {
 			memset(&h, 0, sizeof h);

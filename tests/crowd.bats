@@ -12,7 +12,10 @@ setup() {
 	use_registry
 	cd "$BATS_TEST_TMPDIR"
 }
-teardown() { default_teardown; }
+teardown() {
+	[ -z "${STOPPED_REDIS:-}" ] || kill -CONT "$STOPPED_REDIS"
+	default_teardown
+}
 
 # 512: what made members of the dir: registry give up on its lock before
 # (exit 69, "stays locked by another process"; 256 did not, on a quiet machine)
@@ -172,6 +175,24 @@ timed() {
 	run -0 cat r.err
 	assert_output --partial "was taken over"
 	wait_until 5 is_live r
+}
+
+@test "redis: a registry that does not answer for 3 s while a member joins (no -W): it joins when it answers, and says nothing" {
+	[ "${MARO_TEST_BACKEND:-dir}" = redis ] || skip "redis backend only"
+	local server
+	server=$(cat "$BATS_FILE_TMPDIR/redis/redis.pid")
+	kill -STOP "$server"
+	STOPPED_REDIS=$server
+	bg 30 maro-recv -n r 2> r.err
+	local recv=$BG_PID
+	# longer than a command's 2 s timeout: what a join storm does to a Redis
+	sleep 3
+	kill -CONT "$server"
+	STOPPED_REDIS=
+	wait_until 10 is_live r
+	kill -0 "$recv"
+	run -0 cat r.err
+	assert_output ''
 }
 
 @test "maro-bcast to more peers than ZeroMQ's default 1023 sockets: no 'out of file descriptors' below ulimit -n" {
