@@ -253,7 +253,11 @@ main(int argc, char **argv)
 		int64_t wake;
 
 		maro_outbox_run(b.ob);
-		maro_cli_report_outbox(b.ob);
+		/* a peer that refused us for want of the key never answers: no use waiting */
+		if (maro_cli_report_outbox(b.ob) == EKEYREJECTED) {
+			status = MARO_EXIT_UNAVAILABLE;
+			break;
+		}
 		if (b.blocking) {
 			struct maro_delivery d;
 

@@ -58,6 +58,7 @@ struct sender {
 	size_t npeers;
 	struct maro_tool_out out;
 	uint64_t delivered, failed, replies_got, reported;
+	int refused;		/* a peer refused our connection for want of the group key */
 };
 
 static void
@@ -322,7 +323,8 @@ main(int argc, char **argv)
 		if (input_done && maro_outbox_staged(s.ob) == 0)
 			maro_outbox_prompt(s.ob);
 		maro_outbox_run(s.ob);
-		maro_cli_report_outbox(s.ob);
+		if (maro_cli_report_outbox(s.ob) == EKEYREJECTED)
+			s.refused = 1;
 		if (s.rq.inbox)
 			drain_replies(&s);
 		/*
@@ -395,6 +397,9 @@ main(int argc, char **argv)
 			status = MARO_EXIT_INCOMPLETE;
 		}
 	}
+	/* a peer that refused us for want of the key is unavailable */
+	if (s.refused && (status == MARO_EXIT_OK || status == MARO_EXIT_INCOMPLETE))
+		status = MARO_EXIT_UNAVAILABLE;
 	if (input_status && status == MARO_EXIT_OK)
 		status = input_status;
 	if (input_error[0])
