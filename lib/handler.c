@@ -290,6 +290,7 @@ static int
 wait_end(struct maro_handler_host *x, pid_t pid)
 {
 	int wstatus = 0;
+	useconds_t pause = 100;
 	pid_t r;
 
 	for (;;) {
@@ -299,7 +300,14 @@ wait_end(struct maro_handler_host *x, pid_t pid)
 		if (r == pid || (r < 0 && errno != EINTR))
 			return wstatus;
 		x->beat(x->arg, 0);
-		usleep(20000);
+		/*
+		 * a handler that closed its output is most often exiting: look
+		 * again soon, then less often (a flat 20 ms cost each short run
+		 * most of that, 3.7 ms a task over 4 workers)
+		 */
+		usleep(pause);
+		if (pause < 20000)
+			pause *= 2;
 	}
 }
 
