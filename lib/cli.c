@@ -295,7 +295,7 @@ maro_cli_report_rejected(struct maro_ctx *c)
 	seen = n;
 }
 
-void
+int
 maro_cli_report_outbox(struct maro_outbox *ob)
 {
 	static int said[4];
@@ -304,18 +304,22 @@ maro_cli_report_outbox(struct maro_outbox *ob)
 	struct rlimit rl;
 
 	if (!err)
-		return;
+		return 0;
 	for (i = 0; i < 4 && said[i]; i++)
 		if (said[i] == err)
-			return;
+			return err;
 	if (i < 4)
 		said[i] = err;
-	if (err == EMFILE && getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+	if (err == EKEYREJECTED)
+		maro_warn("'%s' refused our connection for want of the group key: %s", name,
+		    maro_outbox_refusal(ob));
+	else if (err == EMFILE && getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
 		maro_warn("cannot connect to '%s': out of file descriptors (the limit is %llu): "
 		    "raise it (ulimit -n) or send to fewer peers; still trying", name,
 		    (unsigned long long)rl.rlim_cur);
 	else
 		maro_warn("cannot connect to '%s': %s; still trying", name, strerror(err));
+	return err;
 }
 
 void

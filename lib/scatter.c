@@ -5,6 +5,7 @@
 
 #include "clock.h"
 #include "registry.h"
+#include "reply.h"
 #include "scatter.h"
 #include "stats.h"
 #include "trace.h"
@@ -249,6 +250,35 @@ maro_scatter_dispatch(struct maro_scatter *sc)
 	return moved;
 }
 
+/*
+ * A failure reply (reply.h: no handler, or output the worker could not
+ * make a reply of) gives its task up at once, whatever --retries says:
+ * another attempt would fail the same.  It then takes no other reply.
+ */
+static int
+failure_reply(struct maro_scatter *sc, const struct maro_msg *m)
+{
+	struct maro_str error, text;
+	struct maro_workq_task *t;
+	uint64_t v;
+	unsigned retries = sc->q.retries;
+	char why[400];
+	int rc;
+
+	if (!maro_reply_error(m, &error, &text) ||
+	    !maro_strset_get(&sc->q.by_session, m->session_id.p, m->session_id.n, &v) ||
+	    !(t = maro_workq_task(&sc->q, v)) || t->done)
+		return 0;
+	if (t->peer != NO_PEER)
+		maro_outbox_settle(sc->ob, sc->q.peers[t->peer].name, m->session_id);
+	snprintf(why, sizeof why, "'%.*s': %.*s", (int)m->source.n, m->source.p ? m->source.p : "",
+	    (int)text.n, text.p);
+	sc->q.retries = 1;
+	rc = maro_workq_fail(&sc->q, v, why);
+	sc->q.retries = retries;
+	return rc;
+}
+
 int
 maro_scatter_replies(struct maro_scatter *sc)
 {
@@ -261,6 +291,8 @@ maro_scatter_replies(struct maro_scatter *sc)
 		return 0;
 	while (maro_requester_next(&sc->rq, &d) == 1) {
 		moved = 1;	/* a peer may be free again */
+		if (failure_reply(sc, &d.msg) < 0)
+			return -1;
 		/* a task takes its first reply, and no other */
 		if ((t = maro_workq_answered(&sc->q, d.msg.session_id, &i))) {
 			if (t->peer != NO_PEER)

@@ -224,6 +224,11 @@ shell_worker() {
 	[ ! -s dist.err ] || fail "maro-dist said: $(cat dist.err)"
 }
 
+@test "maro-dist(1): a --json-lines worker's objects come back as objects, not strings" {
+	run -0 timeout 40 bash -c "$(example maro-dist.1 3)"
+	assert_output $'{"n":1,"sq":1}\n{"n":2,"sq":4}\n{"n":3,"sq":9}'
+}
+
 @test "maro-pool(1): workers pinned one per CPU square what the master scatters" {
 	local n block
 	n=$(nproc)
