@@ -124,11 +124,19 @@ recv() {
 }
 
 @test "maro(7) GROUPS MUST: a reader skips an entry whose type begins with '~'" {
-	register '~x.1a2b3c4d' tcp://127.0.0.1:9 '~x'
+	serve odd
+	if [ "${MARO_TEST_BACKEND:-dir}" = redis ]; then
+		redis-cli -p "$(cat "$BATS_FILE_TMPDIR/redis/redis.port")" HSET "maro:$MARO_GROUP:m:odd" type '~odd' > /dev/null
+	else
+		local f="$BATS_TEST_TMPDIR/registry/$MARO_GROUP/odd.entry"
+		sed 's/^type=odd$/type=~odd/' "$f" > odd.entry && mv odd.entry "$f"
+	fi
 	register good tcp://127.0.0.1:9
 	run -0 maro-peers -f json
 	assert_equal "$(jq -r .name <<< "$output")" good
-	run -124 maro-send -t x --notification -W 1s -p '~x.1a2b3c4d'
+	# not found, so waited for until -W
+	run -124 maro-send -t x --notification -W 1s -p odd
+	run -1 grep '^item' odd.log
 }
 
 @test "maro(7) WIRE: a sender's frames are one ZeroMQ frame: 'm', 1, 'D', flags 0x01 or 0, then seq u64, length u32, message; sequence numbers from 1" {
