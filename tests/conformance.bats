@@ -265,3 +265,70 @@ recv() {
 	wait_until 5 has_lines r.out 2
 	[ "$(stat -c %s m1)" -gt 40000 ]
 }
+
+# entry NAME FIELD: a field of NAME's entry, private ones included, read from the registry itself
+entry() {
+	if [ "${MARO_TEST_BACKEND:-dir}" = redis ]; then
+		redis-cli -p "$(cat "$BATS_FILE_TMPDIR/redis/redis.port")" HGET "maro:$MARO_GROUP:m:$1" "$2"
+	else
+		sed -n "s/^$2=//p" "$BATS_TEST_TMPDIR/registry/$MARO_GROUP/$1.entry"
+	fi
+}
+
+@test "maro(7) GROUPS, SESSIONS, DELIVERY: a blocking request names its private inbox ~NAME.8hex of the owner's type in reply_to, and a reply sent there settles it unacknowledged" {
+	# the worker never acknowledges: the reply alone must settle the request
+	serve w.1 -n -c 1
+	bg 30 maro-send -n master.7 -t sum -d 1 -W 20s -f json -p w.1 > reply.json
+	wait_until 10 test -s in.w.1/1.cbor
+	run -0 maro-msg -f json < in.w.1/1.cbor
+	local req=$output inbox sid
+	inbox=$(jq -r .reply_to <<< "$req")
+	sid=$(jq -r .session_id <<< "$req")
+	[[ $inbox =~ ^~master\.7\.[0-9a-f]{8}$ ]] || { echo "reply_to: $inbox"; return 1; }
+	assert_equal "$(jq -r '.session_type + " " + .session_stage' <<< "$req")" "task request"
+	assert_equal "$(entry "$inbox" type)" master
+	cmap tag sum source w.1 destination master.7 session_type task session_stage complete \
+		session_id "$sid" message_id "$(uuid)" reply_to "$inbox" > reply
+	run -0 "$WIRE" send "$(entry "$inbox" endpoint)" reply
+	wait_exit "$BG_PID" 10
+	assert_equal "$status" 0
+	assert_equal "$(jq -r .session_stage reply.json)" complete
+}
+
+@test "maro(7) WIRE: sequence numbers do not restart when the name moves: the new holder gets the next number, and the unacknowledged under theirs" {
+	serve w.1
+	mkfifo feed
+	bg 30 sh -c 'maro-send -W 20s < feed'
+	local sender=$BG_PID
+	exec 5> feed
+	maro-msg -t x --notification -d one -p w.1 >&5
+	wait_until 10 grep -q '^item seq=1 ' w.1.log
+	# the first holder leaves without a word; another takes the name elsewhere
+	kill -TERM -- "-${BG_PIDS[0]}"
+	[ "${MARO_TEST_BACKEND:-dir}" = redis ] || kill -TERM -- "-${BG_PIDS[1]}"
+	mkdir in.w.1b
+	bg 30 "$WIRE" serve -c 1 in.w.1b > w.1b.log
+	wait_until 10 grep -q '^endpoint ' w.1b.log
+	register w.1 "$(sed -n 's/^endpoint //p' w.1b.log)"
+	maro-msg -t x --notification -d two -p w.1 >&5
+	exec 5>&-
+	wait_exit "$sender" 15
+	assert_equal "$status" 0
+	run -0 grep '^item' w.1b.log
+	assert_output --regexp '^item seq=2 '
+	run -0 maro-msg -f payload < in.w.1b/2.cbor
+	assert_output two
+}
+
+@test "maro(7) REGISTRY: an entry whose heartbeat is older than its ttl is dead to every reader" {
+	[ "${MARO_TEST_BACKEND:-dir}" = dir ] || skip "dir backend only: Redis expires it"
+	register old tcp://127.0.0.1:9
+	register good tcp://127.0.0.1:9
+	local f="$BATS_TEST_TMPDIR/registry/$MARO_GROUP/old.entry" hb
+	hb=$(( $(now_ms) - 10000 ))
+	sed "s/^hb=.*/hb=$hb/; s/^ttl=.*/ttl=5000/" "$f" > old.entry
+	touch -d '10 seconds ago' old.entry
+	mv old.entry "$f"
+	run -0 maro-peers -f json
+	assert_equal "$(jq -r .name <<< "$output")" good
+}
