@@ -84,7 +84,8 @@ serve() {
 
 # acked: the sequence numbers the ACKs in $output acknowledged, one line, sorted
 acked() {
-	grep -v '^ack ' <<< "$output" | awk '{ for (i = 0; i < $2; i++) print $1 + i }' | sort -n | tr '\n' ' '
+	grep -E '^[0-9]+ [0-9]+$' <<< "$output" | awk '{ for (i = 0; i < $2; i++) print $1 + i }' | sort -n |
+		tr '\n' ' '
 }
 
 # recv NAME: maro-recv under NAME writing JSON lines to NAME.out; $EP its endpoint
@@ -182,7 +183,7 @@ recv() {
 	recv r
 	cmap tag t destination r message_id "$(uuid)" > m1
 	cmap tag u destination r message_id "$(uuid)" > m2
-	run -0 "$WIRE" send -s 7 "$EP" m1 m2
+	run -0 --separate-stderr "$WIRE" send -s 7 "$EP" m1 m2
 	assert_equal "$(acked)" "7 8 "
 	refute_line --regexp '^ack flags=[^0]'
 	wait_until 5 has_lines r.out 2
@@ -192,7 +193,7 @@ recv() {
 @test "maro(7) WIRE MUST: a receiver takes sequence numbers that do not start at 1, and reserved DATA flags set" {
 	recv r
 	cmap tag t message_id "$(uuid)" > m1
-	run -0 "$WIRE" send -f 0xfe -s 1000000 "$EP" m1
+	run -0 --separate-stderr "$WIRE" send -f 0xfe -s 1000000 "$EP" m1
 	assert_line '1000000 1'
 }
 
@@ -200,7 +201,7 @@ recv() {
 	recv r
 	{ printf '\xa3'; ctext tag; ctext t; ctext k; ctext 1; ctext k; ctext 2; } > bad
 	cmap tag good message_id "$(uuid)" > good
-	run -1 "$WIRE" send -T 1500 "$EP" bad good
+	run -1 --separate-stderr "$WIRE" send -T 1500 "$EP" bad good
 	assert_equal "$(acked)" "2 "
 	wait_until 5 has_lines r.out 1
 	assert_equal "$(jq -r .tag r.out)" good
@@ -211,7 +212,7 @@ recv() {
 	cmap tag t session_type Task > bad1
 	cmap tag t session_stage done > bad2
 	cmap tag good message_id "$(uuid)" > good
-	run -1 "$WIRE" send -T 1500 "$EP" bad1 bad2 good
+	run -1 --separate-stderr "$WIRE" send -T 1500 "$EP" bad1 bad2 good
 	assert_equal "$(acked)" "3 "
 	run -0 cat r.out
 	assert_equal "$(jq -r .tag r.out)" good
@@ -222,14 +223,14 @@ recv() {
 	cmap source s message_id "$(uuid)" > bad1
 	{ printf '\xa2'; ctext tag; ctext t; ctext source; printf '\x01'; } > bad2
 	cmap tag good > good
-	run -1 "$WIRE" send -T 1500 "$EP" bad1 bad2 good
+	run -1 --separate-stderr "$WIRE" send -T 1500 "$EP" bad1 bad2 good
 	assert_equal "$(acked)" "3 "
 }
 
 @test "maro(7) MESSAGES MUST: a reader accepts a destination not its own, an id that is not a UUID, keys in any order, unknown keys" {
 	recv r
 	cmap x.unknown 1 message_id not-a-uuid destination elsewhere tag t session_id S > m1
-	run -0 "$WIRE" send "$EP" m1
+	run -0 --separate-stderr "$WIRE" send "$EP" m1
 	wait_until 5 has_lines r.out 1
 	assert_equal "$(jq -c . r.out)" \
 		'{"x.unknown":"1","message_id":"not-a-uuid","destination":"elsewhere","tag":"t","session_id":"S"}'
@@ -238,10 +239,10 @@ recv() {
 @test "maro(7) DELIVERY MUST: a receiver drops a duplicate message_id and acknowledges it" {
 	recv r
 	cmap tag t message_id "$(uuid)" > m1
-	run -0 "$WIRE" send "$EP" m1
-	run -0 "$WIRE" send "$EP" m1
+	run -0 --separate-stderr "$WIRE" send "$EP" m1
+	run -0 --separate-stderr "$WIRE" send "$EP" m1
 	cmap tag last message_id "$(uuid)" > m2
-	run -0 "$WIRE" send "$EP" m2
+	run -0 --separate-stderr "$WIRE" send "$EP" m2
 	wait_until 5 has_lines r.out 2
 	assert_equal "$(jq -r .tag r.out | tr '\n' ' ')" "t last "
 }
@@ -249,8 +250,8 @@ recv() {
 @test "maro(7) DELIVERY: a message without message_id is handed on each time it comes (no de-duplication)" {
 	recv r
 	cmap tag t > m1
-	run -0 "$WIRE" send "$EP" m1
-	run -0 "$WIRE" send "$EP" m1
+	run -0 --separate-stderr "$WIRE" send "$EP" m1
+	run -0 --separate-stderr "$WIRE" send "$EP" m1
 	wait_until 5 has_lines r.out 2
 }
 
@@ -261,7 +262,7 @@ recv() {
 	{ printf '\xa2'; ctext tag; ctext t; printf 'gpayload\x79\x9c\x40%s' "$big"; } > m1
 	cp m1 m2
 	# not the same message twice: the one without a message_id is not a duplicate
-	run -0 "$WIRE" send "$EP" m1 m2
+	run -0 --separate-stderr "$WIRE" send "$EP" m1 m2
 	wait_until 5 has_lines r.out 2
 	[ "$(stat -c %s m1)" -gt 40000 ]
 }
@@ -289,7 +290,7 @@ entry() {
 	assert_equal "$(entry "$inbox" type)" master
 	cmap tag sum source w.1 destination master.7 session_type task session_stage complete \
 		session_id "$sid" message_id "$(uuid)" reply_to "$inbox" > reply
-	run -0 "$WIRE" send "$(entry "$inbox" endpoint)" reply
+	run -0 --separate-stderr "$WIRE" send "$(entry "$inbox" endpoint)" reply
 	wait_exit "$BG_PID" 10
 	assert_equal "$status" 0
 	assert_equal "$(jq -r .session_stage reply.json)" complete
@@ -331,4 +332,20 @@ entry() {
 	mv old.entry "$f"
 	run -0 maro-peers -f json
 	assert_equal "$(jq -r .name <<< "$output")" good
+}
+
+@test "maro(7) MESSAGES MUST: every tool that reads messages on standard input refuses each malformed one, exit 65 at its offset" {
+	local t f
+	{ printf '\xa3'; ctext tag; ctext t; ctext k; ctext 1; ctext k; ctext 2; } > repeated
+	cmap tag t session_type Task > enumeration
+	cmap source s > untagged
+	{ printf '\xa2'; ctext tag; ctext t; ctext reply_to; printf '\x01'; } > not-text
+	for f in repeated enumeration untagged not-text; do
+		for t in "maro-msg -f json" "maro-msg reply" "maro-send -W 5s -p x" \
+			"maro-bcast -P x -W 5s" "maro-scatter -P x -W 5s"; do
+			run --separate-stderr $t < "$f"
+			[ "$status" = 65 ] && [[ $stderr == *"malformed input at byte offset "* ]] ||
+				{ echo "$t < $f: $status $stderr"; return 1; }
+		done
+	done
 }

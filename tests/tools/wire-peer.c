@@ -191,6 +191,8 @@ cmd_send(int argc, char **argv)
 	}
 	zmq_close(s);
 	zmq_ctx_term(ctx);
+	free(frame);
+	free(seen);
 	return acked == nitems ? 0 : 1;
 }
 
