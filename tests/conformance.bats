@@ -349,3 +349,29 @@ entry() {
 		done
 	done
 }
+
+@test "maro(7) REGISTRY: a reader turns the control characters of info into spaces (a newline too, on Redis)" {
+	register by.hand tcp://127.0.0.1:9
+	if [ "${MARO_TEST_BACKEND:-dir}" = redis ]; then
+		redis-cli -p "$(cat "$BATS_FILE_TMPDIR/redis/redis.port")" HSET "maro:$MARO_GROUP:m:by.hand" info $'a\nb\tc' > /dev/null
+	else
+		local f="$BATS_TEST_TMPDIR/registry/$MARO_GROUP/by.hand.entry"
+		{ cat "$f"; printf 'info=a\x01b\tc\n'; } > e && mv e "$f"
+	fi
+	run -0 maro-peers -f json
+	assert_equal "$(jq -r .info <<< "$output")" "a b c"
+}
+
+@test "maro(7) REGISTRY redis: a hash without an expiry, or a name not in the members set, is not live" {
+	[ "${MARO_TEST_BACKEND:-dir}" = redis ] || skip "redis backend only"
+	local cli=(redis-cli -p "$(cat "$BATS_FILE_TMPDIR/redis/redis.port")")
+	register lasting tcp://127.0.0.1:9
+	register unlisted tcp://127.0.0.1:9
+	register good tcp://127.0.0.1:9
+	"${cli[@]}" PERSIST "maro:$MARO_GROUP:m:lasting" > /dev/null
+	"${cli[@]}" ZREM "maro:$MARO_GROUP:members" unlisted > /dev/null
+	run -0 maro-peers -f json
+	assert_equal "$(jq -r .name <<< "$output")" good
+	# looked up by name, a hash without an expiry is no holder either
+	run -124 maro-send -t x --notification -W 1s -p lasting
+}
