@@ -130,7 +130,8 @@ recv() {
 		redis-cli -p "$(cat "$BATS_FILE_TMPDIR/redis/redis.port")" HSET "maro:$MARO_GROUP:m:odd" type '~odd' > /dev/null
 	else
 		local f="$BATS_TEST_TMPDIR/registry/$MARO_GROUP/odd.entry"
-		sed 's/^type=odd$/type=~odd/' "$f" > odd.entry && mv odd.entry "$f"
+		sed 's/^type=odd$/type=~odd/' "$f" > odd.entry
+		mv odd.entry "$f"
 	fi
 	register good tcp://127.0.0.1:9
 	run -0 maro-peers -f json
@@ -344,8 +345,8 @@ entry() {
 		for t in "maro-msg -f json" "maro-msg reply" "maro-send -W 5s -p x" \
 			"maro-bcast -P x -W 5s" "maro-scatter -P x -W 5s"; do
 			run --separate-stderr $t < "$f"
-			[ "$status" = 65 ] && [[ $stderr == *"malformed input at byte offset "* ]] ||
-				{ echo "$t < $f: $status $stderr"; return 1; }
+			[ "$status" = 65 ] || { echo "$t < $f: $status $stderr"; return 1; }
+			[[ $stderr == *"malformed input at byte offset "* ]] || { echo "$t < $f: $stderr"; return 1; }
 		done
 	done
 }
@@ -356,7 +357,8 @@ entry() {
 		redis-cli -p "$(cat "$BATS_FILE_TMPDIR/redis/redis.port")" HSET "maro:$MARO_GROUP:m:by.hand" info $'a\nb\tc' > /dev/null
 	else
 		local f="$BATS_TEST_TMPDIR/registry/$MARO_GROUP/by.hand.entry"
-		{ cat "$f"; printf 'info=a\x01b\tc\n'; } > e && mv e "$f"
+		{ cat "$f"; printf 'info=a\x01b\tc\n'; } > e
+		mv e "$f"
 	fi
 	run -0 maro-peers -f json
 	assert_equal "$(jq -r .info <<< "$output")" "a b c"
