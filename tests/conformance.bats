@@ -377,3 +377,43 @@ entry() {
 	# looked up by name, a hash without an expiry is no holder either
 	run -124 maro-send -t x --notification -W 1s -p lasting
 }
+
+# item SEQ FILE: a DATA item (seq u64, length u32, the message) for a frame built here
+item() {
+	local n
+	n=$(stat -c %s "$2")
+	printf "\\x$(printf %02x $(($1 >> 56 & 255)))\\x$(printf %02x $(($1 >> 48 & 255)))"
+	printf "\\x$(printf %02x $(($1 >> 40 & 255)))\\x$(printf %02x $(($1 >> 32 & 255)))"
+	printf "\\x$(printf %02x $(($1 >> 24 & 255)))\\x$(printf %02x $(($1 >> 16 & 255)))"
+	printf "\\x$(printf %02x $(($1 >> 8 & 255)))\\x$(printf %02x $(($1 & 255)))"
+	printf "\\x$(printf %02x $((n >> 24 & 255)))\\x$(printf %02x $((n >> 16 & 255)))"
+	printf "\\x$(printf %02x $((n >> 8 & 255)))\\x$(printf %02x $((n & 255)))"
+	cat "$2"
+}
+
+@test "maro(7) WIRE MUST: a frame of another version or type is dropped whole, unacknowledged, and the inbox keeps serving" {
+	recv r
+	cmap tag v2 message_id "$(uuid)" > m
+	{ printf 'm\x02D\x00'; item 1 m; } > v2
+	{ printf 'm\x01X\x00'; item 1 m; } > typex
+	run -1 --separate-stderr "$WIRE" send -r -T 1000 "$EP" v2
+	run -1 --separate-stderr "$WIRE" send -r -T 1000 "$EP" typex
+	cmap tag good message_id "$(uuid)" > good
+	{ printf 'm\x01D\x01'; item 5 good; } > ok
+	run -0 --separate-stderr "$WIRE" send -r -T 3000 "$EP" ok
+	assert_line '5 1'
+	wait_until 5 has_lines r.out 1
+	assert_equal "$(jq -r .tag r.out)" good
+}
+
+@test "maro(7) WIRE MUST: an item whose length overruns its frame is dropped with the rest of the frame; the items before it are served" {
+	recv r
+	cmap tag first message_id "$(uuid)" > m1
+	cmap tag second message_id "$(uuid)" > m2
+	# the second item says it is longer than what is left of the frame
+	{ printf 'm\x01D\x01'; item 1 m1; item 2 m2 | head -c 8; printf '\x00\x00\x00\x99'; tail -c +13 < <(item 2 m2); } > frame
+	run -0 --separate-stderr "$WIRE" send -r -T 1500 "$EP" frame
+	assert_equal "$(acked)" "1 "
+	wait_until 5 has_lines r.out 1
+	assert_equal "$(jq -r .tag r.out)" first
+}

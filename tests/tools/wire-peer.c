@@ -11,6 +11,11 @@
  *	sequence number was acknowledged (exit 0) or MS ms (default 3000)
  *	passed (exit 1).
  *
+ *   wire-peer send -r [-T MS] ENDPOINT FILE
+ *	sends FILE as it is, a whole frame (built by the test, right or
+ *	wrong), and prints the ACKs it gets until MS ms passed: exit 0 if
+ *	any came, else 1.
+ *
  *   wire-peer serve [-a FLAGS] [-n] [-c COUNT] [-T MS] DIR
  *	binds a ROUTER on tcp://127.0.0.1 (a free port) and prints
  *	"endpoint tcp://127.0.0.1:PORT".  For each DATA frame it prints
@@ -113,19 +118,20 @@ cmd_send(int argc, char **argv)
 	uint8_t *frame, *seen;
 	size_t len = 4, i;
 	void *ctx, *s;
-	int c, linger = 0;
+	int c, linger = 0, raw = 0, acks = 0;
 
-	while ((c = getopt(argc, argv, "f:s:T:")) != -1) {
+	while ((c = getopt(argc, argv, "f:s:T:r")) != -1) {
 		switch (c) {
+		case 'r': raw = 1; break;
 		case 'f': flags = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 's': seq = strtoull(optarg, NULL, 0); break;
 		case 'T': limit = strtoll(optarg, NULL, 0); break;
 		default: return 2;
 		}
 	}
-	if (argc - optind < 2)
+	if (argc - optind < 2 || (raw && argc - optind != 2))
 		return 2;
-	nitems = (uint64_t)(argc - optind - 1);
+	nitems = raw ? 1 : (uint64_t)(argc - optind - 1);
 	frame = malloc(4);
 	seen = calloc(nitems, 1);
 	if (!frame || !seen)
@@ -134,7 +140,11 @@ cmd_send(int argc, char **argv)
 	frame[1] = 1;
 	frame[2] = 'D';
 	frame[3] = (uint8_t)flags;
-	for (i = 0; i < nitems; i++) {
+	if (raw) {
+		free(frame);
+		frame = slurp(argv[optind + 1], &len);
+	}
+	for (i = 0; !raw && i < nitems; i++) {
 		size_t n;
 		uint8_t *m = slurp(argv[optind + 1 + i], &n);
 
@@ -154,7 +164,7 @@ cmd_send(int argc, char **argv)
 	if (zmq_send(s, frame, len, 0) < 0)
 		die("zmq_send");
 	end = now_ms() + limit;
-	while (acked < nitems && now_ms() < end) {
+	while ((raw || acked < nitems) && now_ms() < end) {
 		zmq_pollitem_t pi = { s, 0, ZMQ_POLLIN, 0 };
 		zmq_msg_t msg;
 		const uint8_t *p;
@@ -175,6 +185,7 @@ cmd_send(int argc, char **argv)
 			continue;
 		}
 		printf("ack flags=%02x\n", p[3]);
+		acks++;
 		for (off = 4; off < n; off += 12) {
 			uint64_t first = get_u64(p + off), k;
 			uint32_t count = get_u32(p + off + 8);
@@ -193,6 +204,8 @@ cmd_send(int argc, char **argv)
 	zmq_ctx_term(ctx);
 	free(frame);
 	free(seen);
+	if (raw)
+		return acks ? 0 : 1;
 	return acked == nitems ? 0 : 1;
 }
 
