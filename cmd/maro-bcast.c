@@ -11,6 +11,7 @@
 
 #include "build.h"
 #include "maro.h"
+#include "reply.h"
 #include "session.h"
 #include "strset.h"
 
@@ -51,6 +52,7 @@ struct bcast {
 	struct maro_strset waiting;	/* peer names still owing their reply */
 	struct maro_tool_out out;
 	uint64_t delivered, replies, failed;
+	uint64_t no_handler, task_failed;	/* failure replies: said, not written */
 	char session[128];
 };
 
@@ -253,7 +255,11 @@ main(int argc, char **argv)
 		int64_t wake;
 
 		maro_outbox_run(b.ob);
-		maro_cli_report_outbox(b.ob);
+		/* a peer that refused us for want of the key never answers: no use waiting */
+		if (maro_cli_report_outbox(b.ob) == EKEYREJECTED) {
+			status = MARO_EXIT_UNAVAILABLE;
+			break;
+		}
 		if (b.blocking) {
 			struct maro_delivery d;
 
@@ -267,8 +273,17 @@ main(int argc, char **argv)
 					maro_requester_expect(&b.rq, d.msg.session_id, 1);
 					maro_info("ignoring a reply from '%s'", src);
 				} else {
+					char why[512];
+					int k = maro_reply_failure_say(&d.msg, why, sizeof why);
+
 					maro_outbox_settle(b.ob, src, d.msg.session_id);
-					maro_tool_out_put(&b.out, d.p, d.n);
+					/* a failure reply: said, not written out */
+					if (k)
+						maro_warn("%s", why);
+					else
+						maro_tool_out_put(&b.out, d.p, d.n);
+					b.no_handler += k == 2;
+					b.task_failed += k == 1;
 					b.replies++;
 				}
 				maro_inbox_done(b.rq.inbox, &d);
@@ -298,6 +313,10 @@ main(int argc, char **argv)
 	}
 	if (status == MARO_EXIT_OK && b.failed)
 		status = MARO_EXIT_INCOMPLETE;
+	if (b.no_handler && (status == MARO_EXIT_OK || status == MARO_EXIT_INCOMPLETE))
+		status = MARO_EXIT_UNAVAILABLE;
+	else if (b.task_failed && status == MARO_EXIT_OK)
+		status = MARO_EXIT_TASKS_FAILED;
 	if (status == MARO_EXIT_TIMEOUT || maro_signal) {
 		maro_outbox_foreach_pending(b.ob, say_pending, &b);
 		if (b.blocking)

@@ -29,12 +29,14 @@
 /* for replies already queued when a signal stops us: with MARO_HANDLER_GRACE_US, within maro(7)'s 2.5 s */
 #define SIGNAL_GRACE_US 2000000
 
-enum { OPT_ON = 256, OPT_CO, OPT_EXIT, OPT_RAW };
+enum { OPT_ON = 256, OPT_CO, OPT_EXIT, OPT_RAW, OPT_JSON_LINES };
 
 static const char *const synopsis[] = { "(--on EVENT CMD | --co EVENT CMD | --on EVENT --exit)...", NULL };
 
 static const struct maro_opt opts[] = {
 	{ "raw", 0, NULL, "handlers read payload lines and write reply lines", NULL, OPT_RAW, 0, 0 },
+	{ "json-lines", 0, NULL, "with --raw: each reply line is a JSON value, the payload", NULL,
+	    OPT_JSON_LINES, 0, 0 },
 	{ "on", 0, "EVENT CMD", "when EVENT holds, run CMD (sh -c) on the messages", NULL, OPT_ON,
 	    MARO_OPT_REPEAT | MARO_OPT_IN_FORM, 0 },
 	{ "co", 0, "EVENT CMD", "one long-lived CMD fed every trigger of EVENT", NULL, OPT_CO,
@@ -117,6 +119,10 @@ note(void *arg, const struct maro_handler_note *n)
 	case MARO_HANDLER_MALFORMED:
 		maro_warn("handler wrote a malformed message: %s", n->err->msg);
 		break;
+	case MARO_HANDLER_NOT_JSON:
+		maro_warn("a handler's line for session %.*s is not JSON (%s): failure reply sent",
+		    (int)m->session_id.n, m->session_id.p ? m->session_id.p : "", n->err->msg);
+		break;
 	case MARO_HANDLER_NOT_TEXT:
 		maro_warn("a handler's line for session %.*s is not valid UTF-8 text: no reply",
 		    (int)m->session_id.n, m->session_id.p ? m->session_id.p : "");
@@ -172,6 +178,21 @@ co_resent(void *arg, const struct maro_delivery *dl)
 		if (d->h[i].mode == MODE_CO && maro_handler_co_resent(&d->h[i].run, dl))
 			return 1;
 	return 0;
+}
+
+/* A task request that no unit of any handler's event matches (source and tag): none will ever take it. */
+static int
+untaken(const struct dist *d, const struct maro_msg *m)
+{
+	struct maro_event_msg em = { m->source, m->tag };
+
+	if (m->type != MARO_SESSION_TASK || m->stage != MARO_STAGE_REQUEST)
+		return 0;
+	for (int i = 0; i < d->nh; i++)
+		for (int u = 0; u < d->h[i].ev.nunits; u++)
+			if (maro_event_unit_matches(&d->h[i].ev.units[u], &em))
+				return 0;
+	return 1;
 }
 
 /* Tries every handler in order; runs the first whose event holds.  1 when the loop must end. */
@@ -233,6 +254,7 @@ own(void *arg, int key, char *val)
 
 	switch (key) {
 	case OPT_RAW: d->x.raw = 1; return;
+	case OPT_JSON_LINES: d->x.json_lines = 1; return;
 	case OPT_EXIT: maro_usage_error("--exit goes after --on EVENT");
 	}
 	if (d->nh == MAX_HANDLERS)
@@ -270,6 +292,8 @@ main(int argc, char **argv)
 	maro_opt_parse(&tool, &cm, argc, argv, own, &a);
 	if (!d.nh)
 		maro_usage_error("no handler (--on EVENT CMD or --co EVENT CMD)");
+	if (d.x.json_lines && !d.x.raw)
+		maro_usage_error("--json-lines goes with --raw");
 	d.x.name = cm.name;
 	d.x.registry = cm.co.registry_url ? cm.co.registry_url : getenv("MARO_REGISTRY");
 	d.x.keyfile = cm.co.keyfile;
@@ -302,9 +326,16 @@ main(int argc, char **argv)
 		struct maro_delivery dl;
 		int64_t wake;
 
-		while (d.hold.n < MAX_HELD && maro_inbox_next(d.x.ib, &dl) == 1)
+		while (d.hold.n < MAX_HELD && maro_inbox_next(d.x.ib, &dl) == 1) {
+			/* no handler will ever take it: say so now, not at the sender's -W */
+			if (untaken(&d, &dl.msg)) {
+				if (maro_handler_no_handler(&d.x, &dl) < 0 && !maro_signal)
+					maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+				continue;
+			}
 			if (maro_hold_put(&d.hold, &dl, co_resent, &d) < 0)
 				maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+		}
 		if (!stop) {
 			do
 				stop = dispatch(&d, &ran);

@@ -1,7 +1,9 @@
 /*
  * maro-peers: the live members of a group; wait until the expected peers
- * are there; watch members join and leave.
+ * are there; watch members join and leave; the cluster's summary, as text,
+ * JSON or Prometheus metrics, or served over HTTP with a live page.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,28 +11,37 @@
 #include <unistd.h>
 
 #include "maro.h"
+#include "monitor.h"
 
-enum { OPT_WATCH = 256, OPT_STATUS };
+/* how long one request of --serve may wait on the registry */
+#define SCRAPE_BUDGET_US 1000000
+
+enum { OPT_WATCH = 256, OPT_STATUS, OPT_SERVE };
+enum { FMT_TEXT, FMT_JSON, FMT_PROMETHEUS };
 
 static const char *const synopsis[] = { "", NULL };
 
 static const struct maro_opt opts[] = {
 	MARO_OPT_SHARED_AS(MARO_SH_PREFIX, "only the peers whose name starts with PREFIX", 0),
-	{ "format", 'f', "text|json", "text (the default) or json", NULL, 'f', 0, 0 },
+	{ "format", 'f', "text|json|prometheus", "text (the default), json, or with --status prometheus",
+	    NULL, 'f', 0, 0 },
 	{ "status", 0, NULL, "one line per type: how many live, how fresh", NULL, OPT_STATUS, 0, 0 },
+	{ "serve", 0, "ADDR", "serve the status page, /status.json and /metrics on [HOST:]PORT", NULL,
+	    OPT_SERVE, 0, 0 },
 	{ "watch", 0, NULL, "then write each join and leave as it happens", NULL, OPT_WATCH, 0, 0 },
 	MARO_OPT_SHARED_AS(MARO_SH_QUIET, "with -e: list nothing, only wait", 0),
 	{ 0 },
 };
 
 static const struct maro_tool tool = {
-	"List the live members of a group; wait for the expected ones; watch them come and go.",
+	"List the live members of a group; wait for the expected ones; watch them come and go; "
+	"the cluster's status, served over HTTP.",
 	synopsis, opts, MARO_SH(GROUP) | MARO_SH(REGISTRY) | MARO_SH(EXPECT) | MARO_SH(TIMEOUT),
 	0,
 };
 
 struct out {
-	int json, quiet;
+	int json, quiet, fmt;
 	struct maro_buf b;
 };
 
@@ -102,8 +113,8 @@ rest(int64_t until, int64_t deadline)
  * signal (the screen cleared first on a terminal; one JSON line each with -f json).
  */
 static int
-status_view(struct maro_registry *r, const char *prefix, struct out *o, int watching,
-    int64_t deadline)
+status_view(struct maro_registry *r, const char *group, const char *prefix, struct out *o,
+    int watching, int64_t deadline)
 {
 	int tty = isatty(STDOUT_FILENO), failing = 0, st;
 
@@ -111,6 +122,12 @@ status_view(struct maro_registry *r, const char *prefix, struct out *o, int watc
 		struct maro_entry *v;
 		ssize_t n = maro_registry_list(r, prefix, &v);
 
+		if (n < 0 && o->fmt == FMT_PROMETHEUS) {
+			/* the outage as a metric too, for a textfile collector */
+			put(o, maro_view_prometheus(&o->b, NULL, -1, group));
+			maro_warn("%s", maro_registry_error(r));
+			return MARO_EXIT_UNAVAILABLE;
+		}
 		if (n < 0) {
 			if (!watching) {
 				maro_warn("%s", maro_registry_error(r));
@@ -125,7 +142,9 @@ status_view(struct maro_registry *r, const char *prefix, struct out *o, int watc
 			failing = 0;
 			if (watching && tty && !o->json)
 				rc = maro_buf_puts(&o->b, "\033[H\033[2J");
-			if (rc == 0)
+			if (rc == 0 && o->fmt == FMT_PROMETHEUS)
+				rc = maro_view_prometheus(&o->b, v, n, group);
+			else if (rc == 0)
 				rc = maro_view_status(&o->b, v, (size_t)n, o->json);
 			if (rc == 0 && watching && !tty && !o->json)
 				rc = maro_buf_puts(&o->b, "\n");
@@ -182,9 +201,61 @@ watch(struct maro_registry *r, const char *prefix, struct out *o, int64_t deadli
 	return status;
 }
 
+/*
+ * --serve: answers HTTP requests (lib/monitor) until -W or a signal.  The
+ * address listened on is said on stdout as a URL, once it listens.
+ */
+static int
+serve(struct maro_registry **r, const char *url, const char *group, const char *prefix,
+    const char *addr, int64_t deadline)
+{
+	struct maro_monitor m = { *r, url, group, prefix, SCRAPE_BUDGET_US, "" };
+	struct maro_http *h;
+	char errbuf[512];
+	int status = 0;
+
+	if (!(h = maro_http_open(addr, maro_monitor_answer, &m, errbuf, sizeof errbuf)))
+		maro_die(errno == EINVAL ? MARO_EXIT_USAGE : MARO_EXIT_UNAVAILABLE, "%s", errbuf);
+	maro_info("serving group '%s'", group);
+	if (printf("http://%s/\n", maro_http_address(h)) < 0 || fflush(stdout) == EOF)
+		status = -1;
+	while (status == 0 && !(status = maro_tool_stop(deadline)))
+		if (maro_http_run(h, 100) < 0)
+			maro_die(MARO_EXIT_SOFTWARE, "the HTTP server failed: %s", strerror(errno));
+	maro_http_close(h);
+	*r = m.r;	/* the monitor's, if it opened it */
+	/* -W ends serving as it ends --watch: done, not timed out */
+	return status == MARO_EXIT_TIMEOUT || status < 0 ? 0 : status;
+}
+
+/*
+ * The registry, for --serve and -f prometheus, which go on (or say so in
+ * their metrics) when it is unavailable: NULL then, with errbuf; dies only
+ * for a bad URL or group (2) or a signal, as maro_tool_registry.
+ */
+static struct maro_registry *
+open_registry(struct maro_common *cm, const char *group, int64_t *deadline, char *errbuf,
+    size_t errlen)
+{
+	struct maro_registry *r;
+
+	maro_cli_catch_signals();
+	*deadline = cm->timeout >= 0 ? maro_now_us() + cm->timeout : INT64_MAX;
+	maro_deadline = *deadline;
+	r = maro_registry_open(cm->co.registry_url, group, NULL, errbuf, errlen);
+	if (!r && maro_signal)
+		exit(maro_signal_status());
+	if (!r && errno == EINVAL)
+		maro_die(MARO_EXIT_USAGE, "%s", errbuf);
+	if (r)
+		maro_info("group '%s' in the %s registry", group, maro_registry_kind(r));
+	return r;
+}
+
 struct args {
 	struct out *o;
 	int watching, summary;
+	const char *serve;
 };
 
 static void
@@ -194,10 +265,12 @@ own(void *arg, int key, char *val)
 
 	switch (key) {
 	case 'f':
-		if (strcmp(val, "text") && strcmp(val, "json"))
-			maro_usage_error("unknown format '%s' (text or json)", val);
+		if (strcmp(val, "text") && strcmp(val, "json") && strcmp(val, "prometheus"))
+			maro_usage_error("unknown format '%s' (text, json or prometheus)", val);
 		a->o->json = !strcmp(val, "json");
+		a->o->fmt = a->o->json ? FMT_JSON : !strcmp(val, "text") ? FMT_TEXT : FMT_PROMETHEUS;
 		break;
+	case OPT_SERVE: a->serve = val; break;
 	case OPT_WATCH: a->watching = 1; break;
 	case OPT_STATUS: a->summary = 1; break;
 	}
@@ -208,24 +281,50 @@ main(int argc, char **argv)
 {
 	struct maro_common cm;
 	struct maro_registry *r;
-	struct out o = { 0, 0, { 0 } };
-	struct args a = { &o, 0, 0 };
+	struct out o = { 0, 0, FMT_TEXT, { 0 } };
+	struct args a = { &o, 0, 0, NULL };
+	const char *group;
 	int64_t deadline;
-	int status;
+	int status = 0;
+	char errbuf[512];
 
 	maro_cli_init(argv[0]);
 	maro_common_init(&cm);
 	maro_opt_parse(&tool, &cm, argc, argv, own, &a);
 	o.quiet = cm.quiet;
-	r = maro_tool_registry(&cm, &deadline);
-	status = cm.nexpect ? maro_cli_expect_wait(r, cm.expect, cm.nexpect, deadline) : 0;
-	if (status == 0 && a.summary)
-		status = status_view(r, cm.prefix, &o, a.watching, deadline);
+	if (o.fmt == FMT_PROMETHEUS && !a.summary)
+		maro_usage_error("-f prometheus is a form of --status (give --status)");
+	if (o.fmt == FMT_PROMETHEUS && a.watching)
+		maro_usage_error("-f prometheus does not go with --watch (--serve serves the metrics)");
+	if (a.serve && (a.watching || a.summary))
+		maro_usage_error("--serve does not go with --watch or --status");
+	group = cm.co.group ? cm.co.group : getenv("MARO_GROUP");
+	if (!group || !*group)
+		group = "maro";	/* as maro_tool_registry reads it */
+	if ((a.serve || o.fmt == FMT_PROMETHEUS) && !cm.nexpect)
+		r = open_registry(&cm, group, &deadline, errbuf, sizeof errbuf);
+	else
+		r = maro_tool_registry(&cm, &deadline);
+	if (!r && !a.serve) {
+		/* -f prometheus: the outage as a metric too, for a textfile collector */
+		put(&o, maro_view_prometheus(&o.b, NULL, -1, group));
+		maro_warn("%s", errbuf);
+		status = MARO_EXIT_UNAVAILABLE;
+	} else if (!r) {
+		maro_warn("%s (serving all the same)", errbuf);
+	}
+	if (r && cm.nexpect)
+		status = maro_cli_expect_wait(r, cm.expect, cm.nexpect, deadline);
+	if (status == 0 && a.serve)
+		status = serve(&r, cm.co.registry_url, group, cm.prefix, a.serve, deadline);
+	else if (status == 0 && a.summary)
+		status = status_view(r, group, cm.prefix, &o, a.watching, deadline);
 	else if (status == 0 && a.watching)
 		status = watch(r, cm.prefix, &o, deadline);
 	else if (status == 0 && !(cm.nexpect && o.quiet))
 		status = show(r, cm.prefix, &o);
-	maro_registry_close(r);
+	if (r)
+		maro_registry_close(r);
 	maro_buf_free(&o.b);
 	maro_common_free(&cm);
 	return maro_cli_close_stdout(status);

@@ -325,7 +325,11 @@ main(int argc, char **argv)
 			maro_die(MARO_EXIT_SOFTWARE, "out of memory");
 		moved |= rc;
 		maro_outbox_run(sc->ob);
-		maro_cli_report_outbox(sc->ob);
+		/* a peer that refused us for want of the key: its tasks are lost to it; stop */
+		if (maro_cli_report_outbox(sc->ob) == EKEYREJECTED) {
+			status = MARO_EXIT_UNAVAILABLE;
+			break;
+		}
 		if ((rc = maro_scatter_replies(sc)) < 0)
 			maro_die(MARO_EXIT_SOFTWARE, "out of memory");
 		moved |= rc;

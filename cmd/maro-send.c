@@ -12,6 +12,7 @@
 #include "build.h"
 #include "expect.h"
 #include "maro.h"
+#include "reply.h"
 #include "session.h"
 
 enum { OPT_JSON = 256, OPT_TASK, OPT_NOTIFICATION, OPT_ASYNC, OPT_NO_WAIT };
@@ -58,6 +59,8 @@ struct sender {
 	size_t npeers;
 	struct maro_tool_out out;
 	uint64_t delivered, failed, replies_got, reported;
+	uint64_t no_handler, task_failed;	/* failure replies (maro(7), SESSIONS) */
+	int refused;		/* a peer refused our connection for want of the group key */
 };
 
 static void
@@ -190,11 +193,19 @@ static void
 drain_replies(struct sender *s)
 {
 	struct maro_delivery d;
+	char why[512];
+	int k;
 
 	while (maro_requester_next(&s->rq, &d) == 1) {
 		/* a reply proves its request arrived, acknowledged or not */
 		maro_outbox_settle_reply(s->ob, &d.msg);
-		maro_tool_out_put(&s->out, d.p, d.n);
+		/* a failure reply: the task failed, said, not written out */
+		if ((k = maro_reply_failure_say(&d.msg, why, sizeof why)) != 0)
+			maro_warn("%s", why);
+		s->no_handler += k == 2;
+		s->task_failed += k == 1;
+		if (!k)
+			maro_tool_out_put(&s->out, d.p, d.n);
 		if (s->out.error)
 			return;
 		maro_inbox_done(s->rq.inbox, &d);
@@ -322,7 +333,8 @@ main(int argc, char **argv)
 		if (input_done && maro_outbox_staged(s.ob) == 0)
 			maro_outbox_prompt(s.ob);
 		maro_outbox_run(s.ob);
-		maro_cli_report_outbox(s.ob);
+		if (maro_cli_report_outbox(s.ob) == EKEYREJECTED)
+			s.refused = 1;
 		if (s.rq.inbox)
 			drain_replies(&s);
 		/*
@@ -395,6 +407,11 @@ main(int argc, char **argv)
 			status = MARO_EXIT_INCOMPLETE;
 		}
 	}
+	/* a peer that cannot serve (no handler, not our key) is unavailable; a failure reply, a failed task */
+	if ((s.no_handler || s.refused) && (status == MARO_EXIT_OK || status == MARO_EXIT_INCOMPLETE))
+		status = MARO_EXIT_UNAVAILABLE;
+	else if (s.task_failed && status == MARO_EXIT_OK)
+		status = MARO_EXIT_TASKS_FAILED;
 	if (input_status && status == MARO_EXIT_OK)
 		status = input_status;
 	if (input_error[0])

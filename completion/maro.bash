@@ -10,7 +10,7 @@ _maro() {
 	case $prev in
 	-f|--format)
 		if [ "$cmd" = maro-peers ]; then
-			mapfile -t COMPREPLY < <(compgen -W 'text json' -- "$cur")
+			mapfile -t COMPREPLY < <(compgen -W 'text json prometheus' -- "$cur")
 		else
 			mapfile -t COMPREPLY < <(compgen -W 'cbor json diag payload' -- "$cur")
 		fi

@@ -235,6 +235,7 @@ maro_cli_expect_wait(struct maro_registry *r, struct maro_expect *e, size_t n, i
 	size_t i;
 
 	for (;;) {
+		int64_t t0 = maro_now_us(), pause;
 		int rc = maro_expect_check(r, e, n);
 
 		/*
@@ -268,8 +269,13 @@ maro_cli_expect_wait(struct maro_registry *r, struct maro_expect *e, size_t n, i
 					    e[i].type, e[i].have, e[i].n);
 			return MARO_EXIT_TIMEOUT;
 		}
-		/* the registry poll interval, or what is left of the run */
-		usleep((useconds_t)maro_budget_us(100000, 0));
+		/*
+		 * the registry poll interval (100 ms, or 4 times what the look
+		 * took: a thousand members are not read again and again while
+		 * they join), or what is left of the run
+		 */
+		pause = (maro_now_us() - t0) * 4;
+		usleep((useconds_t)maro_budget_us(pause > 100000 ? (pause < 2000000 ? pause : 2000000) : 100000, 0));
 	}
 	if (shown)
 		fputc('\n', stderr);
@@ -289,7 +295,7 @@ maro_cli_report_rejected(struct maro_ctx *c)
 	seen = n;
 }
 
-void
+int
 maro_cli_report_outbox(struct maro_outbox *ob)
 {
 	static int said[4];
@@ -298,18 +304,22 @@ maro_cli_report_outbox(struct maro_outbox *ob)
 	struct rlimit rl;
 
 	if (!err)
-		return;
+		return 0;
 	for (i = 0; i < 4 && said[i]; i++)
 		if (said[i] == err)
-			return;
+			return err;
 	if (i < 4)
 		said[i] = err;
-	if (err == EMFILE && getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+	if (err == EKEYREJECTED)
+		maro_warn("'%s' refused our connection for want of the group key: %s", name,
+		    maro_outbox_refusal(ob));
+	else if (err == EMFILE && getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
 		maro_warn("cannot connect to '%s': out of file descriptors (the limit is %llu): "
 		    "raise it (ulimit -n) or send to fewer peers; still trying", name,
 		    (unsigned long long)rl.rlim_cur);
 	else
 		maro_warn("cannot connect to '%s': %s; still trying", name, strerror(err));
+	return err;
 }
 
 void

@@ -101,9 +101,11 @@ void maro_cli_report_malformed(struct maro_inbox *ib);
 /*
  * Warns once for each kind of failure (errno) to connect to a destination
  * (maro_outbox_error): out of descriptors says the limit and how to raise
- * it.  Tools with an outbox call it at every turn of their loop.
+ * it; a peer that refused the connection for want of the group key
+ * (EKEYREJECTED) is named with how.  Tools with an outbox call it at every
+ * turn of their loop.  Returns the errno seen at this call, or 0.
  */
 struct maro_outbox;
-void maro_cli_report_outbox(struct maro_outbox *ob);
+int maro_cli_report_outbox(struct maro_outbox *ob);
 
 #endif

@@ -51,6 +51,7 @@ enum maro_handler_what {
 	MARO_HANDLER_UNSENDABLE,	/* dest, errnum: it never can be sent */
 	MARO_HANDLER_MALFORMED,	/* err: what it wrote is not a message */
 	MARO_HANDLER_NOT_TEXT,	/* m (the request): a raw line not UTF-8: no reply */
+	MARO_HANDLER_NOT_JSON,	/* m (the request), err: json_lines: a line not JSON: a failure reply */
 };
 
 struct maro_handler;
@@ -75,6 +76,7 @@ struct maro_handler_host {
 	const char *name;		/* this member's: replies come from it */
 	const char *registry, *keyfile;	/* for their environment, or NULL */
 	int raw;
+	int json_lines;			/* raw: each reply line is a JSON value, the reply's payload */
 	void (*note)(void *arg, const struct maro_handler_note *n);
 	/* while a run works: now set after a second of silence, else when due */
 	void (*beat)(void *arg, int now);
@@ -126,6 +128,14 @@ int maro_handler_init(struct maro_handler *h, const struct maro_handler_host *x,
  */
 int maro_handler_run(struct maro_handler_host *x, struct maro_handler *h, const unsigned char *take,
     enum maro_handler_end *end, int *wstatus, struct maro_err *err);
+
+/*
+ * Answers the task request of dl, which no handler will ever take, with
+ * the "no handler" failure reply (reply.h), and acknowledges it.  0, or
+ * -1 when it could not be queued (a signal, ENOMEM): then it stays
+ * unacknowledged.
+ */
+int maro_handler_no_handler(struct maro_handler_host *x, const struct maro_delivery *dl);
 
 /* Starts coprocess h.  0, or -1 (why in err). */
 int maro_handler_co_start(struct maro_handler_host *x, struct maro_handler *h, struct maro_err *err);

@@ -38,6 +38,10 @@ struct entry {
 /* a message this big goes in a frame of its own, sent from its buffer */
 #define IN_PLACE_MIN (8 * 1024)
 
+/* a connection's handshakes are looked at this often while it is this young (then at each stall) */
+#define HANDSHAKE_POLL_US 20000
+#define HANDSHAKE_WATCH_US 2000000
+
 /* A private destination (a reply inbox) with nothing queued this long is closed. */
 #define IDLE_CLOSE_US 5000000
 
@@ -88,6 +92,9 @@ struct dest {
 	int64_t blocked_since;	/* the socket refused what we had to send (EAGAIN) since then; 0: no */
 	int64_t missing_since;	/* the name has had no entry since then; 0: it has one */
 	int64_t idle_since;	/* nothing queued since then; 0: busy, or not seen idle yet */
+	int64_t connected_at;	/* when sock was made */
+	int hs_ok;		/* a handshake on sock succeeded: the key is right */
+	int hs_closed;		/* handshakes the peer cut short since */
 	/* [head, tail) in the window; [head, next) sent at least once */
 	uint64_t head, next, tail;
 	size_t mask;
@@ -115,6 +122,7 @@ struct maro_outbox {
 	/* the last connection that could not be made, for maro_outbox_error */
 	int conn_err;
 	char conn_err_name[MARO_NAME_MAX + 1];
+	char conn_err_why[160];	/* EKEYREJECTED: how */
 	int linger_ms;		/* what the sockets get at maro_outbox_free to send what they hold */
 	/* messages waiting for room in their window, each [name NUL][u32 length][message] */
 	struct maro_buf staged;
@@ -554,6 +562,8 @@ dest_connect(struct maro_outbox *ob, struct dest *d, const struct maro_entry *e)
 	holder_set(d, e);
 	maro_trace("connecting to '%s' at %s", d->name, e->endpoint);
 	d->sock = ob->c->driver->connect(ob->c, e->endpoint);
+	d->connected_at = maro_now_us();
+	d->hs_ok = d->hs_closed = 0;
 	if (!d->sock) {
 		/* tried again at the next look-up; the caller hears of it */
 		ob->conn_err = errno ? errno : EIO;
@@ -563,6 +573,49 @@ dest_connect(struct maro_outbox *ob, struct dest *d, const struct maro_entry *e)
 	/* whatever the old connection had in flight goes again */
 	d->next = d->head;
 	d->blocked_since = 0;
+}
+
+/* d's peer refused our connection for want of the group key: its messages fail now. */
+static void
+dest_refused(struct maro_outbox *ob, struct dest *d, const char *how)
+{
+	ob->conn_err = EKEYREJECTED;
+	snprintf(ob->conn_err_name, sizeof ob->conn_err_name, "%s", d->name);
+	snprintf(ob->conn_err_why, sizeof ob->conn_err_why, "%s", how);
+	maro_trace("'%s' refused our connection: %s", d->name, how);
+	dest_fail(ob, d, "refused for want of the group key");
+}
+
+/*
+ * What the handshakes of d's connection tell: a key on one side only, or
+ * another group's, fails d's messages at once rather than at the
+ * sender's deadline.  A peer that cut two handshakes short in a row
+ * refused us too (one could be a peer that just died): with a key on one
+ * side only, the side that sees the mismatch first closes, and which one
+ * that is is a race.
+ */
+static void
+dest_handshake(struct maro_outbox *ob, struct dest *d)
+{
+	switch (ob->c->driver->handshake(d->sock)) {
+	case MARO_HS_OK:
+		d->hs_ok = 1;
+		d->hs_closed = 0;
+		break;
+	case MARO_HS_MECHANISM:
+		dest_refused(ob, d, ob->c->key ? "it has no group key and we have one" :
+		    "it has a group key and we have none (MARO_KEYFILE)");
+		break;
+	case MARO_HS_REFUSED:
+		dest_refused(ob, d, "it refused our group key");
+		break;
+	case MARO_HS_CLOSED:
+		/* which side saw the mismatch first is a race: the peer may just close */
+		if (++d->hs_closed >= 2)
+			dest_refused(ob, d, ob->c->key ? "it has no group key, or another group's" :
+			    "it has a group key and we have none (MARO_KEYFILE)");
+		break;
+	}
 }
 
 /* The same process as the one d is connected to (as maro_view_same, a layer up, says). */
@@ -838,6 +891,8 @@ maro_outbox_run(struct maro_outbox *ob)
 		}
 		if (d->head == d->tail && !d->sock)
 			continue;
+		if (d->sock && !d->hs_ok && ob->c->driver->handshake)
+			dest_handshake(ob, d);
 		/* acknowledgements first: a reconnect below would lose them */
 		if (d->sock)
 			read_acks(ob, d);
@@ -900,6 +955,10 @@ maro_outbox_deadline(const struct maro_outbox *ob)
 			t = d->ring[d->head & d->mask].sent + d->retry_us;
 		if (d->blocked_since && d->blocked_since + d->retry_us < t)
 			t = d->blocked_since + d->retry_us;
+		/* a fresh connection's handshake: a refusal is told within a second */
+		if (d->sock && !d->hs_ok && ob->c->driver->handshake &&
+		    maro_now_us() - d->connected_at < HANDSHAKE_WATCH_US && maro_now_us() + HANDSHAKE_POLL_US < t)
+			t = maro_now_us() + HANDSHAKE_POLL_US;
 	}
 	return t;
 }
@@ -931,8 +990,16 @@ maro_outbox_error(struct maro_outbox *ob, char name[MARO_NAME_MAX + 1])
 
 	if (err && name)
 		memcpy(name, ob->conn_err_name, sizeof ob->conn_err_name);
+	if (err != EKEYREJECTED)
+		ob->conn_err_why[0] = '\0';
 	ob->conn_err = 0;
 	return err;
+}
+
+const char *
+maro_outbox_refusal(const struct maro_outbox *ob)
+{
+	return ob->conn_err_why;
 }
 
 size_t

@@ -119,9 +119,16 @@ int64_t maro_outbox_deadline(const struct maro_outbox *ob);
  * The errno of the last connection to a destination that could not be made
  * since the last call (EMFILE: out of descriptors), its name in name; 0
  * when none failed.  The outbox tries again at the destination's next
- * look-up.
+ * look-up.  EKEYREJECTED: the peer refused the connection for want of the
+ * group key (it has one and we none, or the other way, or another group's;
+ * maro_outbox_refusal says which), and the messages queued for it failed
+ * (the fail callback, with why); later ones fail so too at the next
+ * handshake, which libzmq retries.  A refusal is seen within a second of
+ * connecting.
  */
 int maro_outbox_error(struct maro_outbox *ob, char name[MARO_NAME_MAX + 1]);
+/* How the last refusal (EKEYREJECTED) came about, for people. */
+const char *maro_outbox_refusal(const struct maro_outbox *ob);
 /* Messages queued and not yet acknowledged. */
 size_t maro_outbox_pending(const struct maro_outbox *ob);
 /* Messages queued and not yet sent once (a best-effort sender waits for these only). */

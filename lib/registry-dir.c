@@ -11,9 +11,13 @@
  *                       life, so a reader sees with F_OFD_GETLK whether
  *                       the owner still runs; the kernel drops the lock
  *                       the instant a SIGKILLed owner dies
- *   .lock               flock(2) around register, rewrite and
+ *   .lock               name locks: a registrant of NAME holds a write
+ *                       lock (fcntl(2)) on one byte of it, at
+ *                       name_byte(NAME), around register, rewrite and
  *                       unregister, so two registrants of a name cannot
- *                       both win and a heartbeat cannot undo a takeover
+ *                       both win and a heartbeat cannot undo a takeover,
+ *                       while registrants of other names go on; the
+ *                       sweep locks the whole file
  *   .swept              touched by the last sweep (below)
  *
  * A heartbeat that changes nothing but the time touches its entry (the
@@ -23,9 +27,9 @@
  * heartbeat (the later of its hb field and its mtime, wall clock ms) is
  * younger than its own ttl.  Readers never
  * delete: a stale entry is ignored and overwritten by the next registrant.
- * Under the group lock, a handle's first registration sweeps what dead
- * owners left (their lock files, stale entries, temporary files, the
- * socket files of their inboxes), unless
+ * Under the whole of .lock (one try: never waited for), a handle's first
+ * registration sweeps what dead owners left (their lock files, stale
+ * entries, temporary files, the socket files of their inboxes), unless
  * another did within SWEEP_EVERY_S.
  */
 #include <dirent.h>
@@ -46,7 +50,7 @@
 #include "registry-impl.h"
 
 #define ENTRY_MAX 4096
-/* the group lock, without -W: a live holder is given this long (a stopped one is named at once) */
+/* a name's lock, without -W: a live holder is given this long (a stopped one is named at once) */
 #define LOCK_WAIT_MS 60000
 /* a live entry is touched every second or so: older files are worth a look */
 #define SWEEP_AGE_S 3
@@ -211,30 +215,6 @@ dir_close(struct maro_registry *r)
 	r->priv = NULL;
 }
 
-/* The pid holding a flock(2) on fd's file, from /proc/locks; 0 when none is seen. */
-static pid_t
-flock_holder(int fd)
-{
-	struct stat st;
-	char line[256], kind[16];
-	unsigned maj, min;
-	unsigned long long ino;
-	long pid;
-	pid_t holder = 0;
-	FILE *f;
-
-	if (fstat(fd, &st) < 0 || !(f = fopen("/proc/locks", "re")))
-		return 0;
-	/* "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF"; waiters have "->" */
-	while (!holder && fgets(line, sizeof line, f))
-		if (sscanf(line, "%*d: %15s %*s %*s %ld %x:%x:%llu", kind, &pid, &maj, &min, &ino) == 5 &&
-		    !strcmp(kind, "FLOCK") && ino == (unsigned long long)st.st_ino &&
-		    maj == major(st.st_dev) && min == minor(st.st_dev))
-			holder = (pid_t)pid;
-	fclose(f);
-	return holder;
-}
-
 /* Whether process pid is stopped (SIGSTOP, ^Z, a debugger): it will not let go by itself. */
 static int
 stopped(pid_t pid)
@@ -255,39 +235,91 @@ stopped(pid_t pid)
 	return p && p[1] == ' ' && (p[2] == 'T' || p[2] == 't');
 }
 
-/*
- * The group lock.  Taken with a growing, randomized pause between tries (a
- * thousand members starting at once must not spin the machine, and none
- * may starve); given up at -W (LOCK_WAIT_MS without it), or at once when
- * the process holding it is stopped.
- */
+/* The byte of .lock that stands for name (FNV-1a): distinct names rarely share one. */
+static off_t
+name_byte(const char *name)
+{
+	uint32_t h = 2166136261u;
+
+	for (; *name; name++)
+		h = (h ^ (unsigned char)*name) * 16777619u;
+	return 1 + (off_t)(h & 0x3fffffff);
+}
+
 static int
-group_lock(struct maro_registry *r)
+lock_fd(struct maro_registry *r)
 {
 	struct dir *d = D(r);
-	int64_t start = maro_now_us(), next_look = start + 200000, end;
-	unsigned pause_us = 500, seed = (unsigned)getpid() ^ (unsigned)start;
-	pid_t holder;
 
-	end = start + maro_budget_us((int64_t)LOCK_WAIT_MS * 1000, 100000);
 	if (d->gfd < 0) {
 		d->gfd = openat(d->dfd, ".lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (d->gfd < 0)
 			return maro_registry_fail(r, errno, "cannot open '%s/.lock': %s", d->path,
 			    strerror(errno));
 	}
-	while (flock(d->gfd, LOCK_EX | LOCK_NB) < 0) {
+	return 0;
+}
+
+/* One try of a write lock on [start, start + len) of .lock (len 0: all of it): 0, or -1 and errno. */
+static int
+try_range(struct dir *d, off_t start, off_t len)
+{
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = start, .l_len = len };
+
+	return fcntl(d->gfd, F_SETLK, &fl);
+}
+
+static void
+unlock_range(struct dir *d, off_t start, off_t len)
+{
+	struct flock fl = { .l_type = F_UNLCK, .l_whence = SEEK_SET, .l_start = start, .l_len = len };
+
+	fcntl(d->gfd, F_SETLK, &fl);
+}
+
+/* The pid of a process holding a lock on [start, start + len) of .lock; 0 when none is seen. */
+static pid_t
+range_holder(struct dir *d, off_t start, off_t len)
+{
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = start, .l_len = len };
+
+	if (fcntl(d->gfd, F_GETLK, &fl) < 0 || fl.l_type == F_UNLCK)
+		return 0;
+	return fl.l_pid;
+}
+
+/*
+ * The lock of one name: a write lock (fcntl(2), a process's own) on the
+ * name's byte of .lock, so registrants of different names never wait for
+ * each other, and the sweep (which locks the whole file) excludes them
+ * all.  Tried again after a growing, randomized pause (only registrants of
+ * one name, or a sweep, contend); given up at -W (LOCK_WAIT_MS without
+ * it), or at once when the process holding it is stopped.
+ */
+static int
+name_lock(struct maro_registry *r, const char *name)
+{
+	struct dir *d = D(r);
+	int64_t start = maro_now_us(), next_look = start + 200000, end;
+	unsigned pause_us = 500, seed = (unsigned)getpid() ^ (unsigned)start;
+	off_t at = name_byte(name);
+	pid_t holder;
+
+	end = start + maro_budget_us((int64_t)LOCK_WAIT_MS * 1000, 100000);
+	if (lock_fd(r) < 0)
+		return -1;
+	while (try_range(d, at, 1) < 0) {
 		int64_t now = maro_now_us();
 		struct timespec ts;
 		unsigned us;
 
-		if (errno != EWOULDBLOCK && errno != EINTR)
+		if (errno != EACCES && errno != EAGAIN && errno != EINTR)
 			return maro_registry_fail(r, errno, "cannot lock '%s/.lock': %s", d->path,
 			    strerror(errno));
 		if (maro_signal)
 			return maro_registry_fail(r, EINTR, "interrupted waiting for '%s/.lock'", d->path);
 		if (now >= next_look || now >= end) {
-			holder = flock_holder(d->gfd);
+			holder = range_holder(d, at, 1);
 			if (holder > 0 && stopped(holder))
 				return maro_registry_fail(r, EDEADLK, "registry directory '%s' is locked "
 				    "by pid %ld, which is stopped", d->path, (long)holder);
@@ -309,9 +341,9 @@ group_lock(struct maro_registry *r)
 }
 
 static void
-group_unlock(struct maro_registry *r)
+name_unlock(struct maro_registry *r, const char *name)
 {
-	flock(D(r)->gfd, LOCK_UN);
+	unlock_range(D(r), name_byte(name), 1);
 }
 
 /* Opens a file of the group directory for reading, if it is a regular file. */
@@ -433,7 +465,7 @@ get_entry(struct dir *d, const char *name, struct maro_entry *e, struct maro_reg
 	return age <= m->ttl_ms && owner_alive(d, m->owner);
 }
 
-/* Under the group lock. */
+/* Under the name's lock (the owner file is locked before any entry names it). */
 static int
 own_lock(struct maro_registry *r)
 {
@@ -469,10 +501,10 @@ ends_with(const char *s, const char *suffix)
 }
 
 /*
- * Under the group lock, so nothing it removes can be in use: owner files
- * are locked before any entry names them, temporary files live only
- * inside the lock, and the owner of an entry that is not live recreates it
- * at its next heartbeat if it still runs.
+ * Under the whole of .lock, so nothing it removes can be in use: owner
+ * files are locked before any entry names them, temporary files live only
+ * under a name's lock, and the owner of an entry that is not live
+ * recreates it at its next heartbeat if it still runs.
  */
 static void
 sweep(struct maro_registry *r)
@@ -528,7 +560,7 @@ sweep(struct maro_registry *r)
 }
 
 /*
- * Under the group lock: whether the group was last swept more than
+ * Under the whole of .lock: whether the group was last swept more than
  * SWEEP_EVERY_S ago (the mtime of .swept), so that a thousand members
  * joining at once do not each read the whole directory; if so, .swept is
  * touched for the sweep that follows.
@@ -567,7 +599,7 @@ write_all(int fd, const char *p, size_t n)
 	return 0;
 }
 
-/* Under the group lock. */
+/* Under the name's lock. */
 static int
 write_entry(struct maro_registry *r, const struct maro_entry *e)
 {
@@ -612,8 +644,8 @@ write_entry(struct maro_registry *r, const struct maro_entry *e)
  * A heartbeat of an entry this handle holds, when nothing in it but the
  * time changed (or only its stats, written less than STATS_REWRITE_MS
  * ago) and it was written less than REWRITE_MS ago: its mtime is set,
- * without the group lock (a thousand members beat every second; a busy
- * one's counters change at every beat).  It
+ * without the name's lock (a thousand members beat every second or two; a
+ * busy one's counters change at every beat).  It
  * cannot undo a takeover: the file it checked and touches is one inode,
  * and a taker's rename only puts another in its place.  1 done, 0 when the
  * entry must be written (under the lock).
@@ -655,14 +687,22 @@ dir_put(struct maro_registry *r, const struct maro_entry *e, int takeover, struc
 
 	if (!takeover && touch_own(r, e))
 		return 0;
-	if (group_lock(r) < 0)
+	if (lock_fd(r) < 0)
+		return -1;
+	if (!d->swept) {
+		/* one try: under a crowd of registrants the next first registration sweeps */
+		d->swept = 1;
+		if (try_range(d, 0, 0) == 0) {
+			if (sweep_due(d))
+				sweep(r);
+			unlock_range(d, 0, 0);
+		}
+	}
+	if (name_lock(r, e->name) < 0)
 		return -1;
 	rc = own_lock(r);
 	if (rc < 0)
 		goto out;
-	if (!d->swept && sweep_due(d))
-		sweep(r);
-	d->swept = 1;
 	if (get_entry(d, e->name, &cur, &m) == 1 && strcmp(m.token, r->token) != 0 && !takeover) {
 		*holder = cur;
 		rc = maro_registry_fail(r, EEXIST, "name '%s' is held", e->name);
@@ -670,7 +710,7 @@ dir_put(struct maro_registry *r, const struct maro_entry *e, int takeover, struc
 	}
 	rc = write_entry(r, e);
 out:
-	group_unlock(r);
+	name_unlock(r, e->name);
 	return rc;
 }
 
@@ -682,12 +722,12 @@ dir_del(struct maro_registry *r, const char *name)
 	struct maro_registry_meta m;
 	char file[MARO_NAME_MAX + 8];
 
-	if (group_lock(r) < 0)
+	if (name_lock(r, name) < 0)
 		return -1;
 	entry_file(file, sizeof file, name);
 	if (read_entry(d, file, &cur, &m) == 1 && !strcmp(m.token, r->token))
 		unlinkat(d->dfd, file, 0);
-	group_unlock(r);
+	name_unlock(r, name);
 	return 0;
 }
 

@@ -22,6 +22,12 @@
 #define MARO_TTL_MIN_MS 2000
 #define MARO_TTL_MAX_MS 3600000
 
+/*
+ * Joining (opening the registry, a name's first write) asks a registry
+ * that does not answer in time again, until -W or for this long without it
+ */
+#define JOIN_WAIT_US 60000000
+
 struct maro_registry_backend;
 
 /* A growing array for list. */
@@ -39,6 +45,8 @@ struct maro_registry {
 	char err[512];
 	struct maro_entry *own;			/* what this handle registered */
 	size_t nown, capown;
+	struct maro_entry status;		/* the host's figures (ncpu, load1, mem) */
+	int64_t status_us;			/* when they were read (maro_now_us), 0 never */
 };
 
 /*

@@ -2,14 +2,17 @@
  * registry-redis: the backend for many hosts (redis://[user:password@]host:port[/db]).
  *
  *   maro:GROUP:m:NAME   hash: the entry's fields (registry-impl.h) plus
- *                       token (the owner's), hb (server clock, ms) and
- *                       ttl (ms); PEXPIRE ttl at every heartbeat
+ *                       token (the owner's), hb (server clock, ms), ttl
+ *                       (ms) and sum (what a renewal checks: fields_sum);
+ *                       PEXPIRE ttl at every heartbeat
  *   maro:GROUP:members  sorted set of names scored by expiry time (server
  *                       clock, ms); lives as long as its longest member
  *
  * Every write is one Lua script, so check-and-set, expiry and membership
  * change together and only the owner's token refreshes or removes an
- * entry.  Times come from the server's clock (TIME), so hosts need not
+ * entry.  A heartbeat that changes nothing but the time renews hb, the
+ * expiry and the membership score only (SCRIPT_RENEW); the whole entry is
+ * written every REWRITE_MS, or when it changed.  Times come from the server's clock (TIME), so hosts need not
  * agree on the time.  A lost connection is reopened at the next call; a
  * server that restarted empty gets the entries back at the next heartbeat.
  */
@@ -26,7 +29,23 @@
 #include "clock.h"
 #include "registry-impl.h"
 
+/* a heartbeat rewrites the whole entry this often; else it renews it (SCRIPT_RENEW) */
+#define REWRITE_MS 20000
+/* changed counters (stats) are written at most this often */
+#define STATS_REWRITE_MS 5000
+/* the names whose last write a handle remembers (a process holds one or two) */
+#define WRITTEN_MAX 8
+
+/* What this handle last wrote under a name: what a renewal must find there. */
+struct written {
+	char name[MARO_NAME_MAX + 1];
+	char sum[17];			/* fields_sum() of the entry written */
+	uint64_t stats;			/* a hash of its stats */
+	int64_t at_ms;			/* when (this host's wall clock), 0 unused */
+};
+
 struct rds {
+	struct written written[WRITTEN_MAX];
 	redisContext *c;
 	char host[256];
 	int port;
@@ -67,6 +86,25 @@ static const char SCRIPT_PUT[] =
 	"redis.call('ZADD', KEYS[2], string.format('%.0f', now + ttl), ARGV[4])\n"
 	"if redis.call('PTTL', KEYS[2]) < ttl then redis.call('PEXPIRE', KEYS[2], ttl) end\n"
 	"return {1}\n";
+
+/*
+ * KEYS: entry, members.  ARGV: token, ttl ms, name, sum.  A heartbeat
+ * that would write what is there already: when the hash is the token's,
+ * has not expired and its sum field is ARGV[4] (the same fields but the
+ * host's figures and stats), its hb, expiry and membership are renewed.
+ * Returns 1, or 0 when the entry must be written whole (SCRIPT_PUT).
+ */
+static const char SCRIPT_RENEW[] =
+	"if redis.call('TYPE', KEYS[1])['ok'] ~= 'hash' then return 0 end\n"
+	"local cur = redis.call('HMGET', KEYS[1], 'token', 'sum')\n"
+	"if cur[1] ~= ARGV[1] or cur[2] ~= ARGV[4] or redis.call('PTTL', KEYS[1]) <= 0 then return 0 end\n"
+	LUA_NOW
+	"local ttl = tonumber(ARGV[2])\n"
+	"redis.call('HSET', KEYS[1], 'hb', string.format('%.0f', now))\n"
+	"redis.call('PEXPIRE', KEYS[1], ttl)\n"
+	"redis.call('ZADD', KEYS[2], string.format('%.0f', now + ttl), ARGV[3])\n"
+	"if redis.call('PTTL', KEYS[2]) < ttl then redis.call('PEXPIRE', KEYS[2], ttl) end\n"
+	"return 1\n";
 
 /* KEYS: entry, members.  ARGV: token, name.  Removes the entry if it is the token's. */
 static const char SCRIPT_DEL[] =
@@ -421,13 +459,19 @@ static int
 redis_open(struct maro_registry *r, const char *url)
 {
 	struct rds *d = calloc(1, sizeof *d);
+	int64_t end;
+	int rc;
 
 	if (!d)
 		return maro_registry_fail(r, ENOMEM, "out of memory");
 	r->priv = d;
 	if (parse_url(d, url) < 0)
 		return maro_registry_fail(r, EINVAL, "invalid redis URL (redis://[user:password@]host:port[/db])");
-	return connect_server(r);
+	/* a server too busy to answer (hundreds joining at once) is asked again: JOIN_WAIT_US */
+	end = maro_now_us() + maro_budget_us(JOIN_WAIT_US, 0);
+	while ((rc = connect_server(r)) < 0 && errno == ETIMEDOUT && !maro_signal && maro_now_us() < end)
+		;
+	return rc;
 }
 
 static void
@@ -516,19 +560,110 @@ garbage_token(const redisReply *h, char *out, size_t len)
 	return NULL;
 }
 
+/* FNV-1a, 64 bits, over n strings, each with its terminating NUL. */
+static uint64_t
+hash_strings(const char *const *v, size_t n)
+{
+	uint64_t h = 14695981039346656037u;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		const unsigned char *p = (const unsigned char *)v[i];
+
+		do
+			h = (h ^ *p) * 1099511628211u;
+		while (*p++);
+	}
+	return h;
+}
+
+/* The sum field: a hash of the entry's fields but the host's figures (ncpu, load1, mem) and stats. */
+static void
+fields_sum(const struct maro_registry *r, const struct maro_registry_fields *f, char out[17])
+{
+	const char *v[2 * MARO_REGISTRY_NFIELDS + 1];
+	size_t i, n = 0;
+
+	for (i = 0; i < MARO_REGISTRY_NFIELDS; i++) {
+		if (!strcmp(f->key[i], "ncpu") || !strcmp(f->key[i], "load1") || !strcmp(f->key[i], "mem") ||
+		    !strcmp(f->key[i], "stats"))
+			continue;
+		v[n++] = f->key[i];
+		v[n++] = f->val[i];
+	}
+	v[n++] = r->token;
+	snprintf(out, 17, "%016llx", (unsigned long long)hash_strings(v, n));
+}
+
+static struct written *
+written_slot(struct rds *d, const char *name, int make)
+{
+	struct written *w, *oldest = &d->written[0];
+
+	for (w = d->written; w < d->written + WRITTEN_MAX; w++) {
+		if (w->at_ms && !strcmp(w->name, name))
+			return w;
+		if (w->at_ms < oldest->at_ms)
+			oldest = w;
+	}
+	if (!make)
+		return NULL;
+	memset(oldest, 0, sizeof *oldest);
+	snprintf(oldest->name, sizeof oldest->name, "%s", name);
+	return oldest;
+}
+
+/*
+ * A heartbeat that changes nothing but the time (nor the stats, or they
+ * were written less than STATS_REWRITE_MS ago) and comes less than
+ * REWRITE_MS after the last write: SCRIPT_RENEW, a few small commands
+ * where SCRIPT_PUT writes every field.  1 renewed, 0 when the entry must
+ * be written, -1 the server is unreachable.
+ */
+static int
+renew(struct maro_registry *r, const struct maro_entry *e, const char *sum, uint64_t stats,
+    const char *key, const char *members, const char *ttl)
+{
+	struct written *w = written_slot(R(r), e->name, 0);
+	const char *argv[] = { "EVAL", SCRIPT_RENEW, "2", key, members, r->token, ttl, e->name, sum };
+	int64_t age;
+	redisReply *rep;
+	int rc;
+
+	if (!w || strcmp(w->sum, sum) != 0)
+		return 0;
+	age = maro_registry_wall_ms() - w->at_ms;
+	if (age < 0 || age >= REWRITE_MS || (w->stats != stats && age >= STATS_REWRITE_MS))
+		return 0;
+	rep = command(r, (int)(sizeof argv / sizeof argv[0]), argv);
+	if (!rep)
+		return -1;
+	rc = rep->type == REDIS_REPLY_INTEGER && rep->integer == 1;
+	freeReplyObject(rep);
+	return rc;
+}
+
 static int
 redis_put(struct maro_registry *r, const struct maro_entry *e, int takeover, struct maro_entry *holder)
 {
 	struct maro_registry_fields f;
 	struct maro_registry_meta m;
-	char key[MARO_NAME_MAX * 2 + 16], members[MARO_NAME_MAX + 16], ttl[24], junk[128];
-	const char *argv[9 + 2 * MARO_REGISTRY_NFIELDS];
+	struct written *w;
+	char key[MARO_NAME_MAX * 2 + 16], members[MARO_NAME_MAX + 16], ttl[24], junk[128], sum[17];
+	const char *argv[11 + 2 * MARO_REGISTRY_NFIELDS], *stats = e->stats;
+	uint64_t stats_hash = hash_strings(&stats, 1);
 	redisReply *rep;
 	int argc = 0, i, rc, attempt;
 
 	keys(r, e->name, key, sizeof key, members, sizeof members);
 	snprintf(ttl, sizeof ttl, "%lld", (long long)r->ttl_ms);
 	maro_registry_fields(e, &f);
+	fields_sum(r, &f, sum);
+	if (!takeover) {
+		rc = renew(r, e, sum, stats_hash, key, members, ttl);
+		if (rc != 0)
+			return rc > 0 ? 0 : -1;
+	}
 	argv[argc++] = "EVAL";
 	argv[argc++] = SCRIPT_PUT;
 	argv[argc++] = "2";
@@ -542,6 +677,8 @@ redis_put(struct maro_registry *r, const struct maro_entry *e, int takeover, str
 		argv[argc++] = f.key[i];
 		argv[argc++] = f.val[i];
 	}
+	argv[argc++] = "sum";
+	argv[argc++] = sum;
 	for (attempt = 0;; attempt++) {
 		rep = command(r, argc, argv);
 		if (!rep)
@@ -557,6 +694,10 @@ redis_put(struct maro_registry *r, const struct maro_entry *e, int takeover, str
 	}
 	if (rep->element[0]->integer == 1) {
 		rc = 0;
+		w = written_slot(R(r), e->name, 1);
+		memcpy(w->sum, sum, sizeof w->sum);
+		w->stats = stats_hash;
+		w->at_ms = maro_registry_wall_ms();
 	} else {
 		if (rep->elements < 2 || parse_hash(rep->element[1], holder, &m) < 0)
 			memset(holder, 0, sizeof *holder);
@@ -571,8 +712,11 @@ redis_del(struct maro_registry *r, const char *name)
 {
 	char key[MARO_NAME_MAX * 2 + 16], members[MARO_NAME_MAX + 16];
 	const char *argv[] = { "EVAL", SCRIPT_DEL, "2", key, members, r->token, name };
+	struct written *w = written_slot(R(r), name, 0);
 	redisReply *rep;
 
+	if (w)
+		w->at_ms = 0;
 	keys(r, name, key, sizeof key, members, sizeof members);
 	rep = command(r, 7, argv);
 	if (!rep)

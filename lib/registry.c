@@ -349,6 +349,9 @@ maro_registry_collect(struct maro_registry *r, struct maro_registry_list *l,
 	return 0;
 }
 
+/* a heartbeat reads the host's figures again after this long */
+#define STATUS_EVERY_US 10000000
+
 /* What the host says about itself, for cluster status. */
 static void
 fill_status(struct maro_entry *e)
@@ -588,6 +591,27 @@ replaces(const struct maro_entry *mine, const struct maro_entry *h)
 	return !errno && !*end && pid > 0 && h->pid == pid && h->host[0] && !strcmp(h->host, mine->host);
 }
 
+/*
+ * The first write of a name.  A registry too slow to answer in time
+ * (ETIMEDOUT: a Redis under a thousand joins at once, or this process
+ * starved of the CPU by them) is asked again until -W, or JOIN_WAIT_US
+ * without it: a component started with hundreds of others must not die of
+ * their number.  A registry that refuses or is absent fails at once.
+ */
+static int
+put_joining(struct maro_registry *r, const struct maro_entry *e, int takeover, struct maro_entry *h)
+{
+	int64_t end = maro_now_us() + maro_budget_us(JOIN_WAIT_US, 0);
+	int rc;
+
+	while ((rc = r->be->put(r, e, takeover, h)) < 0 && errno == ETIMEDOUT && !maro_signal &&
+	    maro_now_us() < end)
+		;
+	if (rc < 0 && errno == ETIMEDOUT && maro_signal)
+		errno = EINTR;
+	return rc;
+}
+
 int
 maro_registry_register(struct maro_registry *r, const struct maro_entry *e, int takeover,
     struct maro_entry *holder)
@@ -630,7 +654,7 @@ maro_registry_register(struct maro_registry *r, const struct maro_entry *e, int 
 	 * Redis entry's expiry), never a pid probe: pids mean nothing across
 	 * PID namespaces, nor across hosts that share a name
 	 */
-	rc = r->be->put(r, &mine, takeover, &h);
+	rc = put_joining(r, &mine, takeover, &h);
 	if (rc < 0 && errno == EEXIST) {
 		if (replaces(&mine, &h)) {
 			memset(&h, 0, sizeof h);
@@ -692,9 +716,20 @@ maro_registry_heartbeat(struct maro_registry *r)
 	char lost[sizeof r->err] = "";
 	size_t i = 0;
 	int err = 0;
+	int64_t now = maro_now_us();
 
-	fill_status(&status);
-	maro_stats_text(status.stats, sizeof status.stats, maro_now_us());
+	/*
+	 * the host's figures are read again every STATUS_EVERY_US: reading
+	 * /proc at every heartbeat of a thousand members was most of what an
+	 * idle group cost, and both backends write them only every 20 s
+	 * unless something else changed
+	 */
+	if (!r->status_us || now - r->status_us >= STATUS_EVERY_US) {
+		fill_status(&r->status);
+		r->status_us = now;
+	}
+	status = r->status;
+	maro_stats_text(status.stats, sizeof status.stats, now);
 	while (i < r->nown) {
 		r->own[i].ncpu = status.ncpu;
 		r->own[i].load1 = status.load1;

@@ -173,3 +173,98 @@ maro_reply_make(struct maro_reply *rp, struct maro_msg *m, const uint8_t **p, si
 	*n = rp->msg.len;
 	return 0;
 }
+
+#define ERROR_KEY "\x65" MARO_REPLY_ERROR_KEY
+
+int
+maro_reply_failure(struct maro_msg *m, const char *src, char id[MARO_UUID_LEN + 1],
+    const char *error, const char *text, struct maro_buf *buf)
+{
+	size_t i, k, t, tn = strlen(text), en = strlen(error);
+
+	buf->len = 0;
+	/* the key and its value, then the payload: one buffer, not moved after */
+	if (maro_buf_reserve(buf, sizeof ERROR_KEY + en + tn + 18) < 0 ||
+	    maro_buf_append(buf, ERROR_KEY, sizeof ERROR_KEY - 1) < 0 ||
+	    maro_buf_cbor_text(buf, error, en) < 0)
+		return -1;
+	t = buf->len;
+	if (maro_buf_cbor_text(buf, text, tn) < 0)
+		return -1;
+	maro_msg_make_reply(m, src, id);
+	m->payload.p = buf->p + t;
+	m->payload.n = buf->len - t;
+	/* an "error" the request had goes: the reply's is ours */
+	for (i = k = 0; i < m->nextra; i++)
+		if (m->extra[i].n < sizeof ERROR_KEY - 1 || memcmp(m->extra[i].p, ERROR_KEY, sizeof ERROR_KEY - 1))
+			m->extra[k++] = m->extra[i];
+	m->nextra = k;
+	if (m->nextra == MARO_MSG_MAX_EXTRA) {
+		errno = EINVAL;
+		return -1;
+	}
+	m->extra[m->nextra++] = (struct maro_span){ buf->p, t };
+	return 0;
+}
+
+/* A definite text item of up to 65535 bytes at p[0..n): its bytes, else 0. */
+static int
+short_text(const uint8_t *p, size_t n, struct maro_str *out)
+{
+	size_t head, len;
+
+	if (!p || n < 1 || (p[0] & 0xe0) != 0x60)
+		return 0;
+	len = p[0] & 0x1f;
+	head = 1;
+	if (len == 24 && n >= 2) {
+		len = p[1];
+		head = 2;
+	} else if (len == 25 && n >= 3) {
+		len = (size_t)p[1] << 8 | p[2];
+		head = 3;
+	} else if (len >= 24) {
+		return 0;
+	}
+	if (head + len != n)
+		return 0;
+	*out = (struct maro_str){ (const char *)p + head, len };
+	return 1;
+}
+
+int
+maro_reply_error(const struct maro_msg *m, struct maro_str *error, struct maro_str *text)
+{
+	size_t i, n = sizeof ERROR_KEY - 1;
+
+	if (m->stage != MARO_STAGE_COMPLETE)
+		return 0;
+	for (i = 0; i < m->nextra; i++) {
+		if (m->extra[i].n < n || memcmp(m->extra[i].p, ERROR_KEY, n))
+			continue;
+		if (!short_text(m->extra[i].p + n, m->extra[i].n - n, error))
+			*error = maro_str_c("failed");
+		if (!short_text(m->payload.p, m->payload.n, text))
+			*text = *error;
+		return 1;
+	}
+	return 0;
+}
+
+int
+maro_reply_failure_say(const struct maro_msg *m, char *out, size_t len)
+{
+	struct maro_str error, text;
+	const char *src = m->source.p ? m->source.p : "";
+	int srcn = (int)m->source.n;
+
+	if (!maro_reply_error(m, &error, &text))
+		return 0;
+	if (maro_str_eq(error, MARO_REPLY_NO_HANDLER)) {
+		snprintf(out, len, "'%.*s' has no handler for tag '%.*s'", srcn, src, (int)m->tag.n, m->tag.p);
+		return 2;
+	}
+	snprintf(out, len, "'%.*s' failed the task in session %.*s: %.*s", srcn, src,
+	    (int)m->session_id.n, m->session_id.p ? m->session_id.p : "", (int)text.n, text.p);
+	return 1;
+}

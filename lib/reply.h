@@ -71,4 +71,30 @@ int maro_reply_open(struct maro_reply *rp, const char *path, int json, struct ma
 int maro_reply_make(struct maro_reply *rp, struct maro_msg *m, const uint8_t **p, size_t *n,
     struct maro_reply_err *e);
 
+/*
+ * Failure replies (maro(7), SESSIONS): a receiver that cannot answer a
+ * task request answers it at once with a reply (stage "complete", the
+ * request's tag) that carries the key "error", a short text naming the
+ * failure (MARO_REPLY_NO_HANDLER, MARO_REPLY_NOT_JSON), and as payload a
+ * text for people.  maro_reply_failure turns the request m into one, in
+ * place (m then points into buf too); 0, or -1 with ENOMEM, or EINVAL
+ * (more keys than a message may have).
+ */
+#define MARO_REPLY_ERROR_KEY "error"
+#define MARO_REPLY_NO_HANDLER "no handler"
+#define MARO_REPLY_NOT_JSON "not JSON"
+int maro_reply_failure(struct maro_msg *m, const char *src, char id[MARO_UUID_LEN + 1],
+    const char *error, const char *text, struct maro_buf *buf);
+/*
+ * Is m a failure reply?  1 with its error in *error and its text for
+ * people in *text (its payload, or the error; views into m), else 0.
+ */
+int maro_reply_error(const struct maro_msg *m, struct maro_str *error, struct maro_str *text);
+/*
+ * What a requester says of a failure reply m, in out: "'w.1' has no
+ * handler for tag 'x'" (2), or "'w.1' failed the task in session S: TEXT"
+ * (1); 0 when m is no failure reply.
+ */
+int maro_reply_failure_say(const struct maro_msg *m, char *out, size_t len);
+
 #endif

@@ -42,6 +42,7 @@ struct maro_scatter {
 	uint64_t delivered;	/* tasks acknowledged by their peer */
 	/* the module's */
 	int64_t next_refresh, next_check;
+	int64_t refresh_took;		/* how long the last look at the members took, us */
 	int nomem;		/* a peer's new holder was not dealt with for want of memory */
 };
 

@@ -295,6 +295,7 @@ struct zsock {
 	 * calls spent for nothing.
 	 */
 	int events, stale;
+	void *mon;	/* outbox: the handshake watch (a monitor's PAIR), until one succeeded */
 };
 
 static void
@@ -312,6 +313,86 @@ zsock_setopts(struct maro_ctx *c, void *s)
 }
 
 static void zmq_close_sock(void *sock, int linger_ms);
+
+static void
+watch_end(struct zsock *z)
+{
+	int zero = 0;
+
+	if (!z->mon)
+		return;
+	zmq_socket_monitor(z->s, NULL, 0);
+	zmq_setsockopt(z->mon, ZMQ_LINGER, &zero, sizeof zero);
+	zmq_close(z->mon);
+	z->mon = NULL;
+}
+
+/*
+ * Watches a sender's connection for handshakes that fail: a group key on
+ * one side only, or another group's, would else show as a peer that never
+ * acknowledges.  Costs two descriptors (the monitor's sockets), until a
+ * handshake succeeds; none are spent on it when they are short.
+ */
+static void
+watch_start(struct maro_ctx *c, struct zsock *z)
+{
+	static unsigned serial;
+	char ep[64];
+
+	if (!maro_fds_free(6))
+		return;
+	snprintf(ep, sizeof ep, "inproc://maro-hs.%ld.%u", (long)getpid(), serial++);
+	if (zmq_socket_monitor(z->s, ep, ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
+	    ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) < 0)
+		return;
+	z->mon = zmq_socket(c->zmq, ZMQ_PAIR);
+	if (z->mon && zmq_connect(z->mon, ep) == 0)
+		return;
+	if (z->mon)
+		zmq_close(z->mon);
+	z->mon = NULL;
+	zmq_socket_monitor(z->s, NULL, 0);
+}
+
+static int
+zmq_handshake(void *sock)
+{
+	struct zsock *z = sock;
+	int news = MARO_HS_NONE;
+
+	while (z->mon) {
+		zmq_msg_t m;
+		uint16_t ev = 0;
+		uint32_t val = 0;
+		int more;
+
+		zmq_msg_init(&m);
+		if (zmq_msg_recv(&m, z->mon, ZMQ_DONTWAIT) < 0) {
+			zmq_msg_close(&m);
+			break;
+		}
+		if (zmq_msg_size(&m) >= 6) {
+			memcpy(&ev, zmq_msg_data(&m), 2);
+			memcpy(&val, (uint8_t *)zmq_msg_data(&m) + 2, 4);
+		}
+		more = zmq_msg_more(&m);
+		/* the endpoint: not needed */
+		while (more && zmq_msg_recv(&m, z->mon, ZMQ_DONTWAIT) >= 0)
+			more = zmq_msg_more(&m);
+		zmq_msg_close(&m);
+		if (ev & ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
+			watch_end(z);
+			return MARO_HS_OK;
+		}
+		if (ev & ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
+			news = MARO_HS_REFUSED;
+		else if ((ev & ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL) && val == ZMQ_PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH)
+			news = MARO_HS_MECHANISM;
+		else if (ev & (ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL))
+			news = MARO_HS_CLOSED;
+	}
+	return news;
+}
 
 static struct zsock *
 zsock_new(struct maro_ctx *c, int type)
@@ -345,6 +426,7 @@ zmq_close_sock(void *sock, int linger_ms)
 
 	if (!z)
 		return;
+	watch_end(z);
 	zmq_setsockopt(z->s, ZMQ_LINGER, &linger_ms, sizeof linger_ms);
 	zmq_close(z->s);
 	zmq_msg_close(&z->id);
@@ -457,6 +539,7 @@ zmq_connect_outbox(struct maro_ctx *c, const char *endpoint)
 		zmq_close_sock(z, 0);
 		return NULL;
 	}
+	watch_start(c, z);
 	if (zmq_connect(z->s, endpoint) < 0) {
 		int e = errno;
 
@@ -703,6 +786,7 @@ const struct maro_driver maro_driver_zmq = {
 	.recv = zmq_recv_frame,
 	.handle = zmq_handle,
 	.poll = zmq_poll_items,
+	.handshake = zmq_handshake,
 };
 
 int

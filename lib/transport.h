@@ -119,7 +119,22 @@ struct maro_driver {
 	 */
 	int (*recv)(void *sock, const void **from, size_t *fromlen, const void **p, size_t *n);
 	void *(*handle)(void *sock);	/* what maro_poll takes as an item's socket */
+	/*
+	 * Sender side: what became of the connection's handshakes since the
+	 * last call (enum maro_handshake).  A connection is watched until one
+	 * handshake succeeds, when descriptors allow (two more); NULL: never.
+	 */
+	int (*handshake)(void *sock);
 	int (*poll)(zmq_pollitem_t *items, int n, long timeout_ms);
+};
+
+/* What a handshake watch tells (driver->handshake), the latest news first. */
+enum maro_handshake {
+	MARO_HS_NONE,		/* nothing new */
+	MARO_HS_OK,		/* a handshake succeeded: the watch ends */
+	MARO_HS_MECHANISM,	/* the peer has a group key and we none, or the other way */
+	MARO_HS_REFUSED,	/* the peer refused our key (its ZAP handler) */
+	MARO_HS_CLOSED,		/* the peer closed the connection during the handshake */
 };
 
 extern const struct maro_driver maro_driver_zmq;

@@ -474,6 +474,199 @@ maro_view_status(struct maro_buf *out, const struct maro_entry *v, size_t n, int
 	return rc;
 }
 
+/*
+ * The Prometheus exposition text (text format 0.0.4): each family's HELP
+ * and TYPE, then its samples, all of one family together.
+ */
+
+/* A label value with the three characters the format escapes. */
+static int
+prom_label(struct maro_buf *out, const char *key, const char *val, int first)
+{
+	int rc = maro_buf_printf(out, "%s%s=\"", first ? "" : ",", key);
+
+	for (; *val && rc == 0; val++) {
+		if (*val == '\\')
+			rc = maro_buf_puts(out, "\\\\");
+		else if (*val == '"')
+			rc = maro_buf_puts(out, "\\\"");
+		else if (*val == '\n')
+			rc = maro_buf_puts(out, "\\n");
+		else
+			rc = maro_buf_append(out, val, 1);
+	}
+	return rc | maro_buf_puts(out, "\"");
+}
+
+static int
+prom_family(struct maro_buf *out, const char *name, const char *type, const char *help)
+{
+	return maro_buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/*
+ * One sample: name{group="G"[,name=...,type=...,host=...]} value.  e NULL:
+ * the group's label only; with e, host alone when hostonly.
+ */
+static int
+prom_sample(struct maro_buf *out, const char *name, const char *group, const struct maro_entry *e,
+    int hostonly, const char *extra_key, const char *extra, double value)
+{
+	int rc = maro_buf_printf(out, "%s{", name);
+
+	rc |= prom_label(out, "group", group, 1);
+	if (e && !hostonly) {
+		rc |= prom_label(out, "name", e->name, 0);
+		rc |= prom_label(out, "type", e->type, 0);
+	}
+	if (e)
+		rc |= prom_label(out, "host", e->host, 0);
+	if (extra_key)
+		rc |= prom_label(out, extra_key, extra, 0);
+	return rc | maro_buf_printf(out, "} %.15g\n", value);
+}
+
+/* The families read from the members' stats, as maro-peers(1) documents them. */
+static const struct {
+	enum maro_stats_key key;
+	const char *name, *type, *help;
+} prom_stats[] = {
+	{ MARO_STATS_IN, "maro_messages_in_total", "counter",
+	    "Messages the member's inbox handed on (duplicates not counted)." },
+	{ MARO_STATS_OUT, "maro_messages_out_total", "counter",
+	    "Messages the member sent that their receivers acknowledged." },
+	{ MARO_STATS_BIN, "maro_bytes_in_total", "counter", "Bytes of the messages counted in." },
+	{ MARO_STATS_BOUT, "maro_bytes_out_total", "counter", "Bytes of the messages counted out." },
+	{ MARO_STATS_RESENT, "maro_messages_resent_total", "counter",
+	    "Messages the member sent again, unacknowledged at first." },
+	{ MARO_STATS_DONE, "maro_tasks_done_total", "counter", "Tasks the member completed." },
+	{ MARO_STATS_FAILED, "maro_tasks_failed_total", "counter", "Tasks that failed." },
+	{ MARO_STATS_FLIGHT, "maro_tasks_in_flight", "gauge",
+	    "Tasks sent or taken and not yet answered." },
+	{ MARO_STATS_WIN_USED, "maro_window_used", "gauge",
+	    "Messages in the member's send window, unacknowledged." },
+	{ MARO_STATS_WIN, "maro_window_size", "gauge", "The size of the member's send window." },
+};
+
+static int
+prom_members(struct maro_buf *out, const struct summary *s, const struct maro_entry *v, size_t n,
+    const char *group)
+{
+	size_t i, f;
+	int rc = 0;
+
+	rc |= prom_family(out, "maro_component_up", "gauge",
+	    "1 for each live member of the group (its heartbeat is fresh).");
+	for (i = 0; i < n; i++)
+		rc |= prom_sample(out, "maro_component_up", group, &v[i], 0, NULL, NULL, 1);
+	rc |= prom_family(out, "maro_component_heartbeat_age_seconds", "gauge",
+	    "Seconds since the member's last heartbeat.");
+	for (i = 0; i < n; i++)
+		rc |= prom_sample(out, "maro_component_heartbeat_age_seconds", group, &v[i], 0, NULL,
+		    NULL, (double)v[i].heartbeat_age_ms / 1000);
+	rc |= prom_family(out, "maro_component_start_time_seconds", "gauge",
+	    "When the member registered, in seconds since the epoch.");
+	for (i = 0; i < n; i++)
+		rc |= prom_sample(out, "maro_component_start_time_seconds", group, &v[i], 0, NULL,
+		    NULL, (double)v[i].started_ms / 1000);
+	for (f = 0; f < sizeof prom_stats / sizeof prom_stats[0]; f++) {
+		enum maro_stats_key k = prom_stats[f].key;
+		int head = 0;
+
+		for (i = 0; i < n; i++) {
+			if (!(s->sv[i].have & 1u << k))
+				continue;
+			if (!head++)
+				rc |= prom_family(out, prom_stats[f].name, prom_stats[f].type,
+				    prom_stats[f].help);
+			rc |= prom_sample(out, prom_stats[f].name, group, &v[i], 0, NULL, NULL,
+			    (double)s->sv[i].n[k]);
+		}
+	}
+	return rc;
+}
+
+static int
+prom_hosts(struct maro_buf *out, const struct summary *s, const char *group)
+{
+	static const char *const name[] = { "maro_host_cpus", "maro_host_load1",
+		"maro_host_memory_used_bytes", "maro_host_members" };
+	static const char *const help[] = { "The host's CPUs.", "The host's 1-minute load average.",
+		"Memory in use on the host, in bytes.", "Members of the group on the host." };
+	size_t f, k;
+	int rc = 0;
+
+	for (f = 0; f < 4; f++) {
+		rc |= prom_family(out, name[f], "gauge", help[f]);
+		for (k = 0; k < s->nh; k++) {
+			const struct maro_entry *e = s->hs[k].latest;
+			double x = f == 0 ? e->ncpu : f == 1 ? e->load1 : f == 2 ?
+			    (double)e->mem_used_kb * 1024 : (double)s->hs[k].members;
+
+			rc |= prom_sample(out, name[f], group, e, 1, NULL, NULL, x);
+		}
+	}
+	rc |= prom_family(out, "maro_members", "gauge", "Live members of the group, per type.");
+	for (k = 0; k < s->nt; k++)
+		rc |= prom_sample(out, "maro_members", group, NULL, 0, "type", s->ts[k].type,
+		    (double)s->ts[k].members);
+	return rc;
+}
+
+static int
+prom_pools(struct maro_buf *out, const struct summary *s, const struct maro_entry *v, size_t n,
+    const char *group)
+{
+	static const char *const key[] = { "jobs", "running", "restarts", "gaveup" };
+	static const char *const name[] = { "maro_pool_jobs", "maro_pool_jobs_running",
+		"maro_pool_restarts_total", "maro_pool_jobs_gaveup_total" };
+	static const char *const type[] = { "gauge", "gauge", "counter", "counter" };
+	static const char *const help[] = { "The jobs a maro-pool keeps alive.",
+		"The pool's jobs running now.", "Jobs the pool started again after they ended.",
+		"Jobs the pool gave up restarting." };
+	size_t f, i;
+	int rc = 0;
+
+	if (!s->npools)
+		return 0;
+	for (f = 0; f < 4; f++) {
+		int head = 0;
+
+		for (i = 0; i < n; i++) {
+			long x;
+
+			if (strcmp(v[i].type, "pool") || (x = maro_view_info_count(v[i].info, key[f])) < 0)
+				continue;
+			if (!head++)
+				rc |= prom_family(out, name[f], type[f], help[f]);
+			rc |= prom_sample(out, name[f], group, &v[i], 0, NULL, NULL, (double)x);
+		}
+	}
+	return rc;
+}
+
+int
+maro_view_prometheus(struct maro_buf *out, const struct maro_entry *v, ssize_t n, const char *group)
+{
+	struct summary s;
+	int rc = 0;
+
+	rc |= prom_family(out, "maro_registry_up", "gauge",
+	    "1 when the group's registry answered the last listing, 0 when it did not.");
+	rc |= prom_sample(out, "maro_registry_up", group, NULL, 0, NULL, NULL, n >= 0);
+	if (n < 0)
+		return rc ? -1 : 0;
+	if (summarize(&s, v, (size_t)n) < 0)
+		return -1;
+	rc |= prom_members(out, &s, v, (size_t)n, group);
+	rc |= prom_hosts(out, &s, group);
+	rc |= prom_pools(out, &s, v, (size_t)n, group);
+	free(s.hs);
+	free(s.ts);
+	free(s.sv);
+	return rc ? -1 : 0;
+}
+
 int
 maro_view_same(const struct maro_entry *a, const struct maro_entry *b)
 {

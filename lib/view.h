@@ -11,6 +11,7 @@
 #define MARO_VIEW_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "buf.h"
 #include "registry.h"
@@ -41,6 +42,18 @@ int maro_view_event(struct maro_buf *out, const struct maro_entry *e, const char
  * per type, and pools with their job counts -- as text, or as one JSON line.
  */
 int maro_view_status(struct maro_buf *out, const struct maro_entry *v, size_t n, int json);
+
+/*
+ * The cluster as Prometheus's text exposition format: the registry's
+ * state (maro_registry_up), each member (maro_component_*) and its stats
+ * (maro_messages_in_total, maro_tasks_done_total, ...), hosts
+ * (maro_host_*), types (maro_members) and pools (maro_pool_*), every
+ * sample labelled with the group, as maro-peers(1) lists them.  n < 0 (v
+ * unread): the registry did not answer, and the text says only that
+ * (maro_registry_up 0).
+ */
+int maro_view_prometheus(struct maro_buf *out, const struct maro_entry *v, ssize_t n,
+    const char *group);
 
 /*
  * Whether b is the same member as a, not a new holder of the name (a

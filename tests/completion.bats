@@ -53,6 +53,8 @@ complete_words() {
 	assert_output cbor
 	run -0 complete_words maro-peers -f t
 	assert_output text
+	run -0 complete_words maro-peers -f p
+	assert_output prometheus
 	run -0 complete_words maro-msg -i c
 	assert_output cbor
 }

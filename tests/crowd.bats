@@ -12,18 +12,22 @@ setup() {
 	use_registry
 	cd "$BATS_TEST_TMPDIR"
 }
-teardown() { default_teardown; }
+teardown() {
+	[ -z "${STOPPED_REDIS:-}" ] || kill -CONT "$STOPPED_REDIS"
+	default_teardown
+}
 
 # 512: what made members of the dir: registry give up on its lock before
 # (exit 69, "stays locked by another process"; 256 did not, on a quiet machine)
 N=512
 
-# hold_lock SECONDS: the dir: group lock held by flock(1) for SECONDS (BG_PID: its timeout)
+# hold_lock SECONDS: the whole of the dir: group's .lock held for SECONDS
+# by another process (BG_PID: its timeout), as a registrant that stalls
+# holds it: every name's lock and the sweep conflict with it
 hold_lock() {
 	run -0 maro-peers
-	local lock="$BATS_TEST_TMPDIR/registry/$MARO_GROUP/.lock"
-	bg 30 flock "$lock" sleep "$1"
-	wait_until 10 sh -c "! flock -n '$lock' true"
+	bg "$1" "$MARO_BIN/../tests/unit-tests" lock "$BATS_TEST_TMPDIR/registry/$MARO_GROUP/.lock" > lock.out
+	wait_until 10 grep -qx locked lock.out
 }
 
 # timed CMD...: run CMD; how long it took in $ms
@@ -66,7 +70,7 @@ timed() {
 	[ "${MARO_TEST_BACKEND:-dir}" = dir ] || skip "dir backend only"
 	hold_lock 30
 	local holder
-	holder=$(child_pid "$BG_PID" flock)
+	holder=$(child_pid "$BG_PID" unit-tests)
 	kill -STOP "$holder"
 	timed --separate-stderr timeout 20 maro-recv -n r
 	kill -CONT "$holder"
@@ -87,6 +91,22 @@ timed() {
 	assert_equal "$status" 0
 	run -0 cat r.out
 	assert_output hi
+}
+
+@test "dir: a registrant never waits for the lock of another name: with a's held, b joins at once and a waits" {
+	[ "${MARO_TEST_BACKEND:-dir}" = dir ] || skip "dir backend only"
+	run -0 maro-peers
+	# a registrant of 'a' that stalls inside its lock (for 30 s)
+	bg 30 "$MARO_BIN/../tests/unit-tests" lock "$BATS_TEST_TMPDIR/registry/$MARO_GROUP/.lock" a > lock.out
+	wait_until 10 grep -qx locked lock.out
+	bg 30 maro-recv -n b
+	timed wait_until 5 is_live b
+	assert_success
+	[ "$ms" -lt 2000 ]
+	# the byte maro(7) gives 'a' is the one its registrants lock
+	timed --separate-stderr timeout 20 maro-recv -n a -W 1s
+	assert_failure 69
+	[[ "$stderr" == *"stays locked by another process (pid "* ]]
 }
 
 @test "dir: SIGTERM while waiting for the group lock ends the tool with 143 at once" {
@@ -118,6 +138,61 @@ timed() {
 		[ "$age" -lt 2000 ]
 		sleep 0.25	# looks a quarter of a second apart, over 4 s of the lock held
 	done
+}
+
+@test "redis: an idle member's heartbeat renews its entry, it does not write it again" {
+	[ "${MARO_TEST_BACKEND:-dir}" = redis ] || skip "redis backend only"
+	export MARO_TTL=2s
+	bg 30 maro-recv -n r
+	wait_until 10 is_live r
+	local cli=(redis-cli -h 127.0.0.1 -p "$(redis_port)")
+	run -0 "${cli[@]}" config resetstat
+	# four heartbeats (every half to two thirds of a second)
+	wait_until 10 sh -c "${cli[*]} info commandstats | grep -q '^cmdstat_eval:calls=[4-9]'"
+	run -0 "${cli[@]}" info commandstats
+	# renewals: hb, the expiry and the membership score only
+	assert_line --regexp '^cmdstat_hmget:calls=[4-9]'
+	# never the whole entry: no DEL of the old hash, no sweep of the members
+	refute_line --regexp '^cmdstat_del:'
+	refute_line --regexp '^cmdstat_zremrangebyscore:'
+	is_live r
+}
+
+@test "redis: a renewal never undoes a takeover, and a Redis emptied under a member gets its entry back" {
+	[ "${MARO_TEST_BACKEND:-dir}" = redis ] || skip "redis backend only"
+	export MARO_TTL=2s
+	local cli=(redis-cli -h 127.0.0.1 -p "$(redis_port)")
+	bg 30 maro-recv -n r -f payload 2> r.err
+	local first=$BG_PID
+	wait_until 10 is_live r
+	# emptied (a restart without persistence): back at the next heartbeat
+	run -0 "${cli[@]}" flushall
+	wait_until 5 is_live r
+	# taken over: the holder learns it at its next heartbeat and leaves
+	bg 30 maro-recv -n r --takeover
+	wait_exit "$first" 10
+	assert_equal "$status" 1
+	run -0 cat r.err
+	assert_output --partial "was taken over"
+	wait_until 5 is_live r
+}
+
+@test "redis: a registry that does not answer for 3 s while a member joins (no -W): it joins when it answers, and says nothing" {
+	[ "${MARO_TEST_BACKEND:-dir}" = redis ] || skip "redis backend only"
+	local server
+	server=$(cat "$BATS_FILE_TMPDIR/redis/redis.pid")
+	kill -STOP "$server"
+	STOPPED_REDIS=$server
+	bg 30 maro-recv -n r 2> r.err
+	local recv=$BG_PID
+	# longer than a command's 2 s timeout: what a join storm does to a Redis
+	sleep 3
+	kill -CONT "$server"
+	STOPPED_REDIS=
+	wait_until 10 is_live r
+	kill -0 "$recv"
+	run -0 cat r.err
+	assert_output ''
 }
 
 @test "maro-bcast to more peers than ZeroMQ's default 1023 sockets: no 'out of file descriptors' below ulimit -n" {

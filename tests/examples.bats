@@ -151,6 +151,22 @@ shell_worker() {
 	[ "$(head -n 1 <<< "$output" | tr -s ' ')" = "$(output_of maro-peers.1 1 | head -n 1 | tr -s ' ')" ]
 }
 
+@test "maro-peers(1): the metrics for a textfile collector; the page and /metrics served on the loopback" {
+	command -v promtool > /dev/null || skip "promtool is not installed (make deps installs Debian's prometheus)"
+	bg 60 maro-recv -n worker.1 > /dev/null
+	wait_until 10 live_is worker. 1
+	run -0 bash -c "$(example maro-peers.1 6)"
+	promtool check metrics < maro.prom
+	grep -q '^maro_component_up{.*name="worker.1"' maro.prom
+	[ ! -e maro.prom.tmp ]
+	# port 9464 may be another's on this machine: a free one, and the hour as a bound
+	[ "$(example maro-peers.1 7)" = "maro-peers --serve 9464 -W 1h" ]
+	bg 30 bash -c "$(example maro-peers.1 7 | sed 's/9464 -W 1h/0 -W 20s/')" > url
+	wait_until 10 has_lines url 1
+	run -0 curl -sS "$(cat url)metrics"
+	assert_line "maro_registry_up{group=\"$MARO_GROUP\"} 1"
+}
+
 @test "maro-send(1): wait for four workers, then tell each to reset" {
 	local i
 	for i in 1 2 3 4; do
@@ -206,6 +222,11 @@ shell_worker() {
 	run -0 maro-send -n worker.1 -p learner -t experience -d x --notification -W 10s
 	wait_until 10 has_lines trained.log 1
 	[ ! -s dist.err ] || fail "maro-dist said: $(cat dist.err)"
+}
+
+@test "maro-dist(1): a --json-lines worker's objects come back as objects, not strings" {
+	run -0 timeout 40 bash -c "$(example maro-dist.1 3)"
+	assert_output $'{"n":1,"sq":1}\n{"n":2,"sq":4}\n{"n":3,"sq":9}'
 }
 
 @test "maro-pool(1): workers pinned one per CPU square what the master scatters" {

@@ -24,6 +24,7 @@ cases() {
 	maro-bcast 0 maro-bcast -P p.a -t echo -d hi -W 10s
 	maro-bcast 1 maro-bcast -P p. -t echo -d hi -W 2s
 	maro-bcast 2 maro-bcast --bogus
+	maro-bcast 3 maro-dist -n jb.1 --raw --json-lines --co '*:j:1' cat -W 10s & d=$!; maro-bcast -e jb=1 -P jb -t j -d not-json -W 10s; s=$?; kill $d; exit $s
 	maro-bcast 65 { maro-msg -t a; maro-msg -t b; } | maro-bcast -P p.a -W 2s
 	maro-bcast 69 maro-bcast -P nobody -t x -W 2s
 	maro-bcast 124 maro-bcast -P p.m -t echo -d hi -W 1s
@@ -71,6 +72,7 @@ cases() {
 	maro-send 0 maro-send -p p.a -t echo -d hi -W 10s
 	maro-send 1 maro-send -p p.a -p p.m -t echo -d hi -W 2s
 	maro-send 2 maro-send --bogus
+	maro-send 3 maro-dist -n js.1 --raw --json-lines --co '*:j:1' cat -W 10s & d=$!; maro-send -e js=1 -p js.1 -t j -d not-json -W 10s; s=$?; kill $d; exit $s
 	maro-send 65 printf '\377' | maro-send -W 2s
 	maro-send 69 maro-send -p x -t y --registry $DOWN -W 2s
 	maro-send 124 maro-send -p nobody -t x --notification -W 1s

@@ -116,6 +116,9 @@ redis_setup_file() {
 	fi
 }
 
+# the port of the suite's redis-server (redis_setup_file)
+redis_port() { cat "$BATS_FILE_TMPDIR/redis/redis.port"; }
+
 redis_teardown_file() {
 	sh "$MARO_TOP/scripts/test-redis" stop "$BATS_FILE_TMPDIR/redis" 2>/dev/null || :
 }

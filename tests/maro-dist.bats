@@ -465,3 +465,53 @@ group_of() { ps -e -o pgid=,stat=,pid= | awk -v g="$1" '$1 == g && $2 !~ /^Z/ { 
 	run -0 cat dist.err
 	refute_output --partial 'written nothing'
 }
+
+@test "a task no handler will take is answered at once with the 'no handler' reply: senders fail fast, not at -W" {
+	bg 60 maro-dist -n worker.1 --raw --co 'master:sum:1' cat --on '*:stop:1' --exit
+	maro-peers -e worker=1 -W 10s -q
+	local t0 ms
+	t0=$(date +%s%N)
+	# no unit matches tag x; nor tag sum from another source than master
+	run -69 --separate-stderr timeout 30 maro-send -p worker.1 -t x -d 1 -W 20s
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	[ "$ms" -lt 3000 ]
+	[ -z "$output" ]
+	[ "$stderr" = "maro-send: 'worker.1' has no handler for tag 'x'" ]
+	run -69 --separate-stderr timeout 30 maro-send -n other -p worker.1 -t sum -d 1 -W 20s
+	[ "$stderr" = "maro-send: 'worker.1' has no handler for tag 'sum'" ]
+	# the reply itself, as maro(7) defines it: stage complete, "error", a payload for people
+	run -0 timeout 30 sh -c 'maro-send --async -n me -p worker.1 -t x -d 1 -W 20s > /dev/null &&
+		maro-recv -n me -C 1 -W 20s -f json'
+	[ "$(jq -r '[.session_stage, .error, .payload, .tag, .source] | join("|")' <<< "$output")" = \
+		"complete|no handler|no handler for tag 'x'|x|worker.1" ]
+	# the handled tag still works beside it
+	run -0 timeout 30 maro-send -n master -p worker.1 -t sum -d 7 -W 20s -f payload
+	assert_output 7
+	# maro-scatter gives such a task up at once (--failed), whatever --retries; maro-bcast says it, 69
+	run -3 --separate-stderr timeout 30 maro-scatter -n master -P worker -t x --failed failed.cbor -W 20s <<< 5
+	[[ "$stderr" == *"task 1 of the input given up after 1 failed attempt ('worker.1': no handler for tag 'x')"* ]]
+	[ "$(maro-msg -f payload < failed.cbor)" = 5 ]
+	run -69 --separate-stderr timeout 30 maro-bcast -P worker -t x -d 1 -W 20s
+	[ "$stderr" = "maro-bcast: 'worker.1' has no handler for tag 'x'" ]
+	# a notification is owed no reply: still a message --exit takes, not a failure
+	run -0 timeout 20 maro-send -p worker.1 -t stop --notification -W 15s
+}
+
+@test "--raw --json-lines: each JSON line is the reply's payload as a value; a line not JSON is a failure reply" {
+	run -2 maro-dist -n worker.1 --json-lines --co '*:j:1' cat
+	assert_output --partial "--json-lines goes with --raw"
+	bg 60 maro-dist -n worker.1 --raw --json-lines --co '*:j:1' \
+		'while read -r n; do if [ "$n" = bad ]; then echo "{nope"; else echo "{\"n\":$n,\"sq\":$((n * n))}"; fi; done' 2> dist.err
+	maro-peers -e worker=1 -W 10s -q
+	run -0 timeout 30 maro-send -p worker.1 -t j -d 3 -W 20s -f json
+	[ "$(jq -c .payload <<< "$output")" = '{"n":3,"sq":9}' ]
+	run -0 timeout 30 sh -c 'printf "1\n2\n" | maro-scatter -P worker -t j --ordered -W 20s -f payload'
+	assert_output $'{"n":1,"sq":1}\n{"n":2,"sq":4}'
+	# the bad line: a clear message on both sides, the task failed at once (3), the worker serving on
+	run -3 --separate-stderr timeout 30 maro-send -p worker.1 -t j -d bad -W 20s
+	[[ "$stderr" == "maro-send: 'worker.1' failed the task in session "*": the handler's line is not JSON: "*"at column 5" ]]
+	grep -q "is not JSON (.*): failure reply sent" dist.err
+	run -3 --separate-stderr timeout 30 sh -c 'printf "4\nbad\n5\n" | maro-scatter -P worker -t j --ordered -W 20s -f payload'
+	assert_output $'{"n":4,"sq":16}\n{"n":5,"sq":25}'
+	[[ "$stderr" == *"task 2 of the input given up after 1 failed attempt ('worker.1': the handler's line is not JSON"* ]]
+}

@@ -275,7 +275,7 @@ listed() { maro-peers -f json | jq -r .name | grep -qx "$1"; }
 	run maro-peers --help
 	assert_success
 	assert_line --index 0 "usage: maro-peers [-g GROUP] [--registry URL] [-e TYPE=N]... [-P PREFIX]"
-	assert_line --index 1 --partial "[-f text|json] [--status] [--watch]"
+	assert_line --index 1 --partial "[-f text|json|prometheus] [--status] [--serve ADDR] [--watch]"
 	run maro-peers -V
 	assert_success
 	assert_output --regexp "^maro-peers [0-9.]+ \(libzmq [0-9.]+, hiredis [0-9.]+, libcbor [0-9.]+, jansson [0-9.]+\)$"

@@ -77,17 +77,54 @@ keyed_recv() {
 	run timeout 20 maro-send --keyfile group.key --notification -t x -d first -p w -W 10s
 	assert_success
 	run timeout 20 maro-send --notification -t x -d intruder -p w -W 2s
-	assert_failure 124
+	assert_failure 69
 	assert_output --partial "not delivered to 'w'"
 	maro-keygen another.key
 	run timeout 20 maro-send --keyfile another.key --notification -t x -d other-group -p w -W 2s
-	assert_failure 124
+	assert_failure 69
+	# said at its next heartbeat
+	wait_until 10 grep -q "maro-recv: rejected [0-9]* connections\? without the group key" w.err
 	MARO_KEYFILE=group.key run timeout 20 maro-send --notification -t x -d second -p w -W 10s
 	assert_success
 	wait_exit "$RECV" 20
 	[ "$status" -eq 0 ]
 	[ "$(cat w.out)" = "$(printf 'first\nsecond')" ]
-	grep -q "maro-recv: rejected [0-9]* connections\? without the group key" w.err
+}
+
+# refused_fast KEYOPT...: a task for w, -W 20s, refused for want of the key:
+# exit 69 within a second, the peer and the cause named once, on stderr
+refused_fast() {
+	local t0 ms
+	t0=$(date +%s%N)
+	run --separate-stderr timeout 30 maro-send "$@" -t x -d y -p w -W 20s
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	[ "$status" -eq 69 ]
+	[ -z "$output" ]
+	[ "$ms" -lt 1000 ] || { echo "took $ms ms" >&2; return 1; }
+	[ "$(grep -c "maro-send: 'w' refused our connection for want of the group key" <<< "$stderr")" -eq 1 ]
+}
+
+@test "a key mismatch is named on the sender's stderr within a second, even without -v: exit 69, not -W" {
+	maro-keygen another.key
+	# the receiver has the key, the sender none; the sender another group's
+	keyed_recv w 1
+	refused_fast
+	[[ "$stderr" == *"it has a group key and we have none (MARO_KEYFILE)"* ]]
+	refused_fast --keyfile another.key
+	[[ "$stderr" == *"it has no group key, or another group's"* ]]
+	# blocking or not, through the shared outbox: maro-bcast and maro-scatter too
+	run -69 --separate-stderr timeout 30 maro-bcast -t x -d y -P w -W 20s
+	[[ "$stderr" == *"maro-bcast: 'w' refused our connection for want of the group key"* ]]
+	run -69 --separate-stderr timeout 30 maro-scatter -t x -P w -W 20s <<< 1
+	[[ "$stderr" == *"maro-scatter: 'w' refused our connection for want of the group key"* ]]
+	kill "$RECV"
+	wait_exit "$RECV" 10
+	wait_until 10 not_live w
+	# the other way: the sender has a key, the receiver none
+	bg 60 maro-recv -n w -C 1 -W 50s > /dev/null 2>&1
+	wait_until 10 is_live w
+	refused_fast --keyfile group.key
+	[[ "$stderr" == *"it has no group key"* ]]
 }
 
 @test "a client that knows the public key but not the secret is refused by the receiver's ZAP handler" {
@@ -116,7 +153,7 @@ keyed_recv() {
 	intruder=$BG_PID
 	wait_until 10 is_live w
 	run timeout 20 maro-send --keyfile group.key --notification -t x -d for-members-only -p w -W 2s
-	assert_failure 124
+	assert_failure 69
 	[ ! -s intruder.out ]
 	# the member takes its name back: the next keyed message is its
 	keyed_recv w 1 --takeover

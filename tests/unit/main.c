@@ -1,9 +1,12 @@
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "registry.h"
 #include "unit.h"
@@ -68,6 +71,49 @@ hold(const char *name, const char *endpoint)
 	return 0;
 }
 
+/*
+ * "unit-tests lock FILE [NAME]": what a registrant of the dir: registry
+ * that stalls looks like to the others: a write lock (fcntl(2)) on FILE (a
+ * group's .lock), on the byte of NAME as maro(7) defines it (1 + its
+ * 32-bit FNV-1a hash's low 30 bits: written here from the page, not taken
+ * from lib/), or on the whole file, which every name's lock and the sweep
+ * conflict with.  Says "locked" on stdout once it holds it; lets go and
+ * exits 0 on SIGTERM or SIGINT.
+ */
+static int
+lock_file(const char *file, const char *name)
+{
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	sigset_t sigs;
+	int fd, sig;
+
+	if (name) {
+		uint32_t h = 2166136261u;
+		const unsigned char *p;
+
+		for (p = (const unsigned char *)name; *p; p++)
+			h = (h ^ *p) * 16777619u;
+		fl.l_start = 1 + (off_t)(h & 0x3fffffff);
+		fl.l_len = 1;
+	}
+
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGINT);
+	sigprocmask(SIG_BLOCK, &sigs, NULL);
+	fd = open(file, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0 || fcntl(fd, F_SETLKW, &fl) < 0) {
+		fprintf(stderr, "unit-tests lock: %s: %s\n", file, strerror(errno));
+		return 1;
+	}
+	printf("locked\n");
+	fflush(stdout);
+	while ((sig = sigwaitinfo(&sigs, NULL)) < 0 && errno == EINTR)
+		;
+	close(fd);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -84,8 +130,10 @@ main(int argc, char **argv)
 		return hash_child();
 	if ((argc == 3 || argc == 4) && !strcmp(argv[1], "hold"))
 		return hold(argv[2], argc == 4 ? argv[3] : NULL);
+	if ((argc == 3 || argc == 4) && !strcmp(argv[1], "lock"))
+		return lock_file(argv[2], argc == 4 ? argv[3] : NULL);
 	if (argc > 1) {
-		fprintf(stderr, "usage: unit-tests [hostile ENDPOINT | zmtp1 ENDPOINT | acks ENDPOINT COUNT FLAGS | outsider ENDPOINT PUBLIC [CLIENT_PUBLIC CLIENT_SECRET] | hold NAME [ENDPOINT]]\n");
+		fprintf(stderr, "usage: unit-tests [hostile ENDPOINT | zmtp1 ENDPOINT | acks ENDPOINT COUNT FLAGS | outsider ENDPOINT PUBLIC [CLIENT_PUBLIC CLIENT_SECRET] | hold NAME [ENDPOINT] | lock FILE [NAME]]\n");
 		return 2;
 	}
 	test_cborseq();

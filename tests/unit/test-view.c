@@ -80,5 +80,26 @@ test_view(void)
 	CHECK(maro_view_status(&b, cur, 3, 0) == 0 && !maro_buf_cstr(&b));
 	CHECK(!strncmp((char *)b.p, "hosts 2, members 3, CPUs 4\n", 27));
 	CHECK(strstr((char *)b.p, "\npool.h                    g                     2        1         0       1\n") != NULL);
+	maro_buf_reset(&b);
+
+	/* Prometheus: label values escaped, counters where stats are, pools from their info */
+	snprintf(cur[0].host, sizeof cur[0].host, "a\"b\\c\nd");
+	snprintf(cur[0].stats, sizeof cur[0].stats, "in=5 out=4 bin=50 bout=40 done=3 failed=1 resent=0");
+	CHECK(maro_view_prometheus(&b, cur, 3, "g1") == 0 && !maro_buf_cstr(&b));
+	CHECK(!strncmp((char *)b.p, "# HELP maro_registry_up ", 24));
+	CHECK(strstr((char *)b.p, "\nmaro_registry_up{group=\"g1\"} 1\n") != NULL);
+	CHECK(strstr((char *)b.p, "\n# TYPE maro_tasks_done_total counter\n"
+	    "maro_tasks_done_total{group=\"g1\",name=\"w.1\",type=\"w\",host=\"a\\\"b\\\\c\\nd\"} 3\n") != NULL);
+	CHECK(strstr((char *)b.p, "\nmaro_bytes_in_total{group=\"g1\",name=\"w.1\"") != NULL);
+	/* a gauge only the members that keep it have */
+	CHECK(strstr((char *)b.p, "maro_tasks_in_flight") == NULL);
+	CHECK(strstr((char *)b.p, "\nmaro_pool_jobs_gaveup_total{group=\"g1\",name=\"pool.h\",type=\"pool\",host=\"g\"} 1\n") != NULL);
+	CHECK(strstr((char *)b.p, "\nmaro_members{group=\"g1\",type=\"pool\"} 1\n") != NULL);
+	CHECK(strstr((char *)b.p, "\nmaro_host_cpus{group=\"g1\",host=\"g\"} 2\n") != NULL);
+	maro_buf_reset(&b);
+	/* the registry did not answer: that alone */
+	CHECK(maro_view_prometheus(&b, NULL, -1, "g1") == 0 && !maro_buf_cstr(&b));
+	CHECK(!strcmp((char *)b.p, "# HELP maro_registry_up 1 when the group's registry answered the last "
+	    "listing, 0 when it did not.\n# TYPE maro_registry_up gauge\nmaro_registry_up{group=\"g1\"} 0\n"));
 	maro_buf_free(&b);
 }

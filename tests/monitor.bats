@@ -1,0 +1,354 @@
+#!/usr/bin/env bats
+# The cluster monitor of maro-peers: --status -f prometheus checked by
+# promtool; --serve's page, JSON and metrics over real HTTP (curl), scraped
+# by a real Prometheus server and read back through its query API; the page
+# rendered by headless Chromium while a scatter runs, and one page left
+# open there, read through the DevTools protocol (a screenshot is kept
+# in build/monitor.png); and a Redis outage the server lives through.
+# Each test runs on a Redis of the suite's own (stats on every heartbeat:
+# dir: rewrites them only every 5 s), or, for the outage, of its own.
+
+load helpers
+
+setup_file() { sh "$MARO_TOP/scripts/test-redis" start "$BATS_FILE_TMPDIR/redis" >/dev/null; }
+teardown_file() { sh "$MARO_TOP/scripts/test-redis" stop "$BATS_FILE_TMPDIR/redis" 2>/dev/null || :; }
+setup() {
+	export MARO_GROUP="t$BATS_SUITE_TEST_NUMBER-$$"
+	export MARO_REGISTRY="redis://127.0.0.1:$(cat "$BATS_FILE_TMPDIR/redis/redis.port")/0"
+	export MARO_TTL=2s
+	cd "$BATS_TEST_TMPDIR"
+	STOPPED=
+}
+teardown() {
+	[ -z "$STOPPED" ] || kill -CONT "$STOPPED" 2>/dev/null || :
+	exec 7>&- 8<&-
+	default_teardown
+	sh "$MARO_TOP/scripts/test-redis" stop "$BATS_TEST_TMPDIR/r2" 2>/dev/null || :
+}
+
+HOST=$(hostname)
+
+# workers N [SLEEP]: N maro-dist workers (worker.1..N) that echo each task
+# after SLEEP seconds, and wait until they are live
+workers() {
+	local w
+	for w in $(seq "$1"); do
+		bg 60 maro-dist -n "worker.$w" --raw --co '*:*:1' \
+			"while read -r x; do sleep ${2:-0}; echo \"\$x\"; done" 2> "worker.$w.err"
+	done
+	wait_until 10 live_is worker. "$1"
+}
+
+# serve [ADDR]: maro-peers --serve in the background; its URL in $URL
+serve() {
+	bg 60 maro-peers --serve "${1:-0}" > url 2> serve.err
+	SERVE_PID=$BG_PID
+	wait_until 10 has_lines url 1
+	URL=$(cat url)
+}
+
+# done_of NAME: NAME's tasks done as maro-peers --status -f json says
+done_of() {
+	maro-peers --status -f json | jq -r ".components[] | select(.name == \"$1\") | .stats.done"
+}
+done_is() { [ "$(done_of "$1")" = "$2" ]; }
+
+need() { command -v "$1" > /dev/null || skip "$1 is not installed (make deps installs Debian's $2)"; }
+
+@test "-f prometheus: promtool passes; the tasks, messages and members as counters and gauges, with their labels" {
+	need promtool prometheus
+	# the task 7 fails until the scatter gives it up
+	bg 60 maro-dist -n worker.1 --raw --on '*:*:1' 'read x; [ "$x" != 7 ] || exit 3; echo "$x"' 2> dist.err
+	wait_until 10 live_is worker. 1
+	run timeout 30 sh -c 'seq 10 | maro-scatter -P worker -t t --json-lines --task-timeout 2s --retries 1 -W 20s -f payload 2> scatter.err'
+	assert_failure 3
+	wait_until 15 done_is worker.1 9
+	run -0 --separate-stderr maro-peers --status -f prometheus
+	printf '%s\n' "$output" > m.prom
+	run -0 promtool check metrics < m.prom
+	run -0 cat m.prom
+	local l="group=\"$MARO_GROUP\",name=\"worker.1\",type=\"worker\",host=\"$HOST\""
+	assert_line "maro_registry_up{group=\"$MARO_GROUP\"} 1"
+	assert_line "# TYPE maro_tasks_done_total counter"
+	assert_line --regexp '^# HELP maro_tasks_done_total .+'
+	assert_line "maro_tasks_done_total{$l} 9"
+	assert_line --regexp "^maro_tasks_failed_total\\{$l\\} [1-9][0-9]*\$"
+	assert_line --regexp "^maro_messages_in_total\\{$l\\} [1-9][0-9]*\$"
+	assert_line --regexp "^maro_bytes_out_total\\{$l\\} [1-9][0-9]*\$"
+	assert_line "maro_component_up{$l} 1"
+	assert_line "# TYPE maro_tasks_in_flight gauge"
+	assert_line "maro_members{group=\"$MARO_GROUP\",type=\"worker\"} 1"
+	assert_line --regexp "^maro_host_cpus\\{group=\"$MARO_GROUP\",host=\"$HOST\"\\} [1-9][0-9]*\$"
+	assert_line --regexp "^maro_host_memory_used_bytes\\{group=\"$MARO_GROUP\",host=\"$HOST\"\\} [1-9][0-9]*\$"
+}
+
+@test "-f prometheus: a registry that does not answer is maro_registry_up 0, exit 69; only with --status, not with --watch" {
+	run --separate-stderr maro-peers --registry redis://127.0.0.1:1/0 --status -f prometheus
+	assert_failure 69
+	assert_output "# HELP maro_registry_up 1 when the group's registry answered the last listing, 0 when it did not.
+# TYPE maro_registry_up gauge
+maro_registry_up{group=\"$MARO_GROUP\"} 0"
+	[[ "$stderr" == *"cannot connect to redis"* ]]
+	run --separate-stderr maro-peers -f prometheus
+	assert_failure 2
+	[[ "$stderr" == *"-f prometheus is a form of --status"* ]]
+	run --separate-stderr maro-peers --status --watch -f prometheus
+	assert_failure 2
+	run --separate-stderr maro-peers --serve 0 --watch
+	assert_failure 2
+	[[ "$stderr" == *"--serve does not go with --watch or --status"* ]]
+}
+
+@test "--serve: the page, /status.json and /metrics on the loopback; GET and HEAD only; 404 elsewhere" {
+	need promtool prometheus
+	workers 1
+	serve
+	[[ "$URL" =~ ^http://127\.0\.0\.1:[0-9]+/$ ]]
+	# the page: everything in it, nothing from elsewhere
+	run -0 curl -sS -D head "$URL"
+	assert_output --partial '<table id="components">'
+	assert_output --partial 'fetch("status.json"'
+	refute_output --regexp '(src|href)="(https?:)?//'
+	grep -qi '^content-type: text/html; charset=utf-8' head
+	grep -qi "^content-security-policy: default-src 'none'" head
+	# the summary, as --status -f json, with the group and the registry's state
+	run -0 curl -sS -D head "${URL}status.json"
+	grep -qi '^content-type: application/json' head
+	[ "$(echo "$output" | jq -c '[.group, .registry_up, .members, .types.worker, .components[0].name]')" = \
+		"[\"$MARO_GROUP\",true,1,1,\"worker.1\"]" ]
+	[ "$(echo "$output" | jq -c 'del(.group, .registry_up) | keys')" = "$(maro-peers --status -f json | jq -c keys)" ]
+	run -0 curl -sS -D head "${URL}metrics"
+	grep -qi '^content-type: text/plain; version=0.0.4' head
+	assert_line "maro_registry_up{group=\"$MARO_GROUP\"} 1"
+	assert_line "maro_component_up{group=\"$MARO_GROUP\",name=\"worker.1\",type=\"worker\",host=\"$HOST\"} 1"
+	printf '%s\n' "$output" | promtool check metrics
+	# HEAD: the headers alone
+	run -0 curl -sS -I "${URL}metrics"
+	assert_line --partial '200 OK'
+	# read-only: any other method is 405, with what is allowed
+	local m
+	for m in POST PUT DELETE PATCH; do
+		run -0 curl -sS -o /dev/null -D head -w '%{http_code}' -X "$m" --data x "${URL}metrics"
+		assert_output 405
+		grep -qi '^allow: GET, HEAD' head
+	done
+	run -0 curl -sS -o /dev/null -w '%{http_code}' "${URL}nope"
+	assert_output 404
+	# it is still there, and says nothing on stderr
+	kill -0 "$SERVE_PID"
+	[ ! -s serve.err ]
+}
+
+@test "--serve: SIGTERM 143, SIGINT 130, -W 0; a bad address 2; an address it cannot have 69" {
+	local pid
+	for sig in TERM:143 INT:130; do
+		maro-peers --serve 0 > url 2> serve.err &
+		pid=$!
+		BG_PIDS+=("$pid")
+		wait_until 10 has_lines url 1
+		kill -"${sig%:*}" "$pid"
+		wait_exit "$pid" 10
+		[ "$status" -eq "${sig#*:}" ]
+	done
+	run -0 timeout 10 maro-peers --serve 0 -W 0.3s
+	assert_output --regexp '^http://127\.0\.0\.1:[0-9]+/$'
+	local bad
+	for bad in '' 70000 x 'localhost:' ':80' '::1:80' '[::1' 'a:b:c'; do
+		run --separate-stderr maro-peers --serve "$bad"
+		[ "$status" -eq 2 ] || fail "--serve '$bad': status $status"
+		[[ "$stderr" == *"bad address '$bad'"* ]]
+	done
+	# the port of a server that listens already
+	serve
+	local port=${URL##*:}
+	port=${port%/}
+	run --separate-stderr timeout 10 maro-peers --serve "$port"
+	assert_failure 69
+	[[ "$stderr" == "maro-peers: cannot listen on $port: Address already in use" ]]
+	# an address that is not this host's (TEST-NET-1)
+	run --separate-stderr timeout 10 maro-peers --serve 192.0.2.1:9464
+	assert_failure 69
+	[[ "$stderr" == *"cannot listen on 192.0.2.1:9464: Cannot assign requested address"* ]]
+}
+
+# prom_query QUERY: the value of the first sample Prometheus gives for QUERY
+prom_query() {
+	curl -sS --get --data-urlencode "query=$1" "$PROM/api/v1/query" | jq -r '.data.result[0].value[1] // empty'
+}
+prom_is() { [ "$(prom_query "$1")" = "$2" ]; }
+prom_ready() { curl -sf "$PROM/-/ready" > /dev/null; }
+
+# start_prometheus TARGET: a Prometheus server on a free loopback port that
+# scrapes TARGET every second; its URL in $PROM
+start_prometheus() {
+	local port try
+	cat > prom.yml <<-EOF
+	global:
+	  scrape_interval: 1s
+	  scrape_timeout: 1s
+	scrape_configs:
+	  - job_name: maro
+	    static_configs:
+	      - targets: ['$1']
+	EOF
+	for try in 1 2 3 4 5; do
+		port=$((20000 + RANDOM % 40000))
+		PROM=http://127.0.0.1:$port
+		bg 60 prometheus --config.file=prom.yml --storage.tsdb.path=tsdb."$try" \
+			--web.listen-address="127.0.0.1:$port" > prom.log 2>&1
+		# ready, or gone (the port was taken: another one)
+		wait_until 15 sh -c "curl -sf $PROM/-/ready > /dev/null || ! kill -0 $BG_PID" || return 1
+		if prom_ready; then return 0; fi
+	done
+	cat prom.log >&2
+	return 1
+}
+
+@test "a real Prometheus scrapes --serve: the tasks a scatter had done, per worker and in all, as counters" {
+	need prometheus prometheus
+	workers 2
+	serve
+	start_prometheus "$(echo "$URL" | sed 's|^http://||; s|/$||')"
+	run -0 timeout 30 sh -c 'seq 40 | maro-scatter -P worker -t t --json-lines -W 20s -f payload | wc -l'
+	assert_output 40
+	wait_until 10 sh -c "[ \$(maro-peers --status -f json | jq '.type_stats.worker.done') = 40 ]"
+	local g="group=\"$MARO_GROUP\""
+	# the first sample takes a few seconds: polled, bounded
+	wait_until 30 prom_is "sum(maro_tasks_done_total{$g})" 40
+	local w
+	for w in 1 2; do
+		wait_until 10 prom_is "maro_tasks_done_total{$g,name=\"worker.$w\",type=\"worker\",host=\"$HOST\"}" \
+			"$(done_of "worker.$w")"
+	done
+	prom_is "maro_registry_up{$g}" 1
+	prom_is "count(maro_component_up{$g,type=\"worker\"})" 2
+	prom_is "sum(maro_tasks_failed_total{$g})" 0
+	# the scrapes went well
+	prom_is 'up{job="maro"}' 1
+}
+
+# dom: the page as headless Chromium renders it, once it has polled status.json
+dom() {
+	timeout 30 chromium --headless --no-sandbox --disable-gpu --user-data-dir="$BATS_TEST_TMPDIR/chrome" \
+		--virtual-time-budget=3000 --dump-dom "$URL" 2> chrome.err
+}
+
+# One page left open in headless Chromium, read through the DevTools
+# protocol on a pipe (--remote-debugging-pipe: its fds 3 and 4, here 7 and
+# 8, NUL-ended JSON): cdp_open URL, cdp_eval EXPR (its value), cdp_close.
+cdp_send() { printf '%s\0' "$1" >&7; }
+# cdp_recv ID: the reply to the request ID (events are skipped)
+cdp_recv() {
+	local m
+	while IFS= read -r -d '' -t 10 m <&8; do
+		if [ "$(jq -r .id <<< "$m")" = "$1" ]; then
+			printf '%s\n' "$m"
+			return 0
+		fi
+	done
+	echo "cdp_recv: no reply $1" >&2
+	return 1
+}
+cdp_open() {
+	local target
+	mkfifo cdp.in cdp.out
+	bg 60 sh -c 'exec chromium "$@" 3< cdp.in 4> cdp.out' sh --headless --no-sandbox --disable-gpu \
+		--user-data-dir="$BATS_TEST_TMPDIR/chrome.cdp" --remote-debugging-pipe "$1" 2> cdp.err
+	exec 7> cdp.in 8< cdp.out
+	cdp_send '{"id":1,"method":"Target.getTargets"}'
+	target=$(cdp_recv 1 | jq -r '.result.targetInfos[] | select(.type == "page") | .targetId' | head -n 1)
+	cdp_send "$(jq -nc --arg t "$target" '{id: 2, method: "Target.attachToTarget", params: {targetId: $t, flatten: true}}')"
+	CDP_SESSION=$(cdp_recv 2 | jq -r .result.sessionId)
+	[ -n "$CDP_SESSION" ] && [ "$CDP_SESSION" != null ]
+}
+cdp_eval() {
+	local id=$((RANDOM + 10))
+	cdp_send "$(jq -nc --arg s "$CDP_SESSION" --arg e "$1" --argjson id "$id" \
+		'{id: $id, sessionId: $s, method: "Runtime.evaluate", params: {expression: $e}}')"
+	cdp_recv "$id" | jq -r '.result.result.value // empty'
+}
+cdp_close() {
+	cdp_send '{"id":3,"method":"Browser.close"}'
+	cdp_recv 3 > /dev/null || :
+	exec 7>&- 8<&-
+}
+# open_page_done_over N: the open page shows more than N tasks done
+open_page_done_over() {
+	local d
+	d=$(cdp_eval "document.getElementById('n-done').textContent")
+	[[ "$d" =~ ^[0-9]+$ ]] && [ "$d" -gt "$1" ]
+}
+
+@test "the status page in headless Chromium: the workers' rows; left open, its count of tasks done rises; a screenshot" {
+	need chromium chromium
+	workers 2 0.05
+	serve
+	bg 40 sh -c 'seq 400 | maro-scatter -P worker -t t --json-lines -W 35s -f payload > out'
+	wait_until 15 sh -c '[ "$(maro-peers --status -f json | jq ".type_stats.worker.done")" -gt 0 ]'
+	# the DOM once the page has polled
+	run -0 dom
+	assert_output --partial '<tr data-name="worker.1"><td class="name">worker.1</td><td class="type">worker</td>'
+	assert_output --partial '<tr data-name="worker.2">'
+	assert_output --partial 'class="up">registry up'
+	# one page, never reloaded: what it shows rises as it polls
+	cdp_open "$URL"
+	wait_until 10 open_page_done_over 0
+	local d1 loads
+	d1=$(cdp_eval "document.getElementById('n-done').textContent")
+	wait_until 20 open_page_done_over "$d1"
+	[ "$(cdp_eval "document.querySelectorAll('#components tr[data-name]').length")" = 2 ]
+	# still the first load of the page
+	loads=$(cdp_eval "performance.getEntriesByType('navigation').length + ':' + performance.getEntriesByType('navigation')[0].type")
+	[ "$loads" = 1:navigate ]
+	cdp_close
+	# a phone's screen, for people to look at
+	timeout 30 chromium --headless --no-sandbox --disable-gpu --user-data-dir="$BATS_TEST_TMPDIR/chrome" \
+		--hide-scrollbars --window-size=412,915 --virtual-time-budget=3000 \
+		--screenshot="$BATS_TEST_TMPDIR/monitor.png" "$URL" 2> chrome.err
+	[ "$(head -c 8 monitor.png | od -An -tx1 | tr -d ' ')" = 89504e470d0a1a0a ]
+	cp monitor.png "$MARO_BIN/../monitor.png"
+}
+
+@test "a Redis outage: the server starts in one and lives through others, answers within its bound, maro_registry_up 0, the page says so" {
+	local port up="maro_registry_up{group=\"$MARO_GROUP\"}"
+	port=$(sh "$MARO_TOP/scripts/test-redis" start "$BATS_TEST_TMPDIR/r2")
+	export MARO_REGISTRY="redis://127.0.0.1:$port/0"
+	# started while the registry is down: it serves, and says so
+	sh "$MARO_TOP/scripts/test-redis" stop "$BATS_TEST_TMPDIR/r2"
+	serve
+	run -0 curl -sS -m 5 "${URL}metrics"
+	assert_line "$up 0"
+	grep -q "cannot connect to redis.*(serving all the same)" serve.err
+	sh "$MARO_TOP/scripts/test-redis" start "$BATS_TEST_TMPDIR/r2" "$port" > /dev/null
+	wait_until 10 sh -c "curl -sS -m 5 ${URL}metrics | grep -qx '$up 1'"
+	workers 1
+	run -0 curl -sS -m 5 "${URL}metrics"
+	assert_line "maro_component_up{group=\"$MARO_GROUP\",name=\"worker.1\",type=\"worker\",host=\"$HOST\"} 1"
+	# hung: each request waits on it 1 s at most
+	STOPPED=$(cat "$BATS_TEST_TMPDIR/r2/redis.pid.launch")
+	kill -STOP "$STOPPED"
+	local t0 ms
+	t0=$(date +%s%N)
+	run -0 curl -sS -m 5 "${URL}metrics"
+	ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+	assert_output "# HELP maro_registry_up 1 when the group's registry answered the last listing, 0 when it did not.
+# TYPE maro_registry_up gauge
+$up 0"
+	[ "$ms" -lt 2000 ] || fail "a scrape of a hung registry took $ms ms"
+	kill -CONT "$STOPPED"
+	STOPPED=
+	# down
+	sh "$MARO_TOP/scripts/test-redis" stop "$BATS_TEST_TMPDIR/r2"
+	run -0 curl -sS -m 5 "${URL}metrics"
+	assert_line "$up 0"
+	run -0 curl -sS -m 5 "${URL}status.json"
+	[ "$(echo "$output" | jq -c '[.registry_up, (.error | test("redis"))]')" = "[false,true]" ]
+	if command -v chromium > /dev/null; then
+		run -0 dom
+		assert_output --partial 'class="down">registry unavailable: '
+	fi
+	# back, on the same port: the server reads it again
+	sh "$MARO_TOP/scripts/test-redis" start "$BATS_TEST_TMPDIR/r2" "$port" > /dev/null
+	wait_until 10 sh -c "curl -sS -m 5 ${URL}metrics | grep -qx '$up 1'"
+	kill -0 "$SERVE_PID"
+}
