@@ -313,6 +313,53 @@ chunked_key(const uint8_t *p, size_t klen)
 	return key_index((struct maro_str){ buf, len });
 }
 
+/*
+ * Whether keys a and b (na, nb bytes) are the same key: the same bytes, or
+ * the same text however its length is written (a reader that keeps one
+ * of them, as JSON does, could not tell them apart).
+ */
+static int
+same_key(const uint8_t *a, size_t na, const uint8_t *b, size_t nb)
+{
+	struct maro_str ta, tb;
+
+	if (na == nb && !memcmp(a, b, na))
+		return 1;
+	return text_bytes(a, na, &ta) == 0 && text_bytes(b, nb, &tb) == 0 && ta.n == tb.n &&
+	    !memcmp(ta.p, tb.p, ta.n);
+}
+
+/* Whether the unknown key at k (n bytes) is one m already has. */
+static int
+repeated_extra(const struct maro_msg *m, const uint8_t *k, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < m->nextra; i++)
+		if (same_key(m->extra[i].p, item_len(m->extra[i].p, m->extra[i].n), k, n))
+			return 1;
+	return 0;
+}
+
+/* The error for the repeated unknown key at k (n bytes): its text if printable, else its bytes. */
+static int
+repeated(struct maro_err *err, size_t off, const uint8_t *k, size_t n)
+{
+	struct maro_str t;
+	char hex[2 * 16 + 1];
+	size_t i;
+
+	if (text_bytes(k, n, &t) == 0 && t.n <= 64) {
+		for (i = 0; i < t.n && t.p[i] >= 0x20 && t.p[i] < 0x7f; i++)
+			;
+		if (i == t.n)
+			return bad(err, off, "repeated key '%.*s'", (int)t.n, t.p);
+	}
+	for (i = 0; i < n && i < 16; i++)
+		snprintf(hex + 2 * i, 3, "%02x", k[i]);
+	return bad(err, off, "repeated key (CBOR %s%s)", hex, n > 16 ? "..." : "");
+}
+
 /* Decodes the map at p; *end: where it ends (after the break of an indefinite map). */
 static int
 decode(struct maro_msg *m, const uint8_t *p, size_t n, size_t *end, struct maro_err *err)
@@ -403,6 +450,8 @@ decode(struct maro_msg *m, const uint8_t *p, size_t n, size_t *end, struct maro_
 		} else {
 			if (m->nextra == MARO_MSG_MAX_EXTRA)
 				return bad(err, kstart, "more than 32 unknown keys");
+			if (m->nextra && repeated_extra(m, p + kstart, klen))
+				return repeated(err, kstart, p + kstart, klen);
 			m->extra[m->nextra].p = p + kstart;
 			m->extra[m->nextra].n = klen + vlen;
 			m->nextra++;

@@ -235,3 +235,41 @@ timed() {
 	run -0 find "$dir" -name 'victim.entry'
 	assert_output ''
 }
+
+@test "dir: 500 tool runs leave only the live members' files: clean exits, SIGTERM and SIGKILL" {
+	[ "${MARO_TEST_BACKEND:-dir}" = dir ] || skip "dir backend only"
+	export MARO_TTL=2s
+	local dir="$BATS_TEST_TMPDIR/registry/$MARO_GROUP" keeper newcomer i pids=() p want got
+	bg 60 maro-recv -n keeper
+	keeper=$(child_pid "$BG_PID" maro-recv)
+	wait_until 10 is_live keeper
+	# 480 runs that bind an inbox and leave at their deadline (124), six at a time
+	seq 480 | xargs -P 6 -I{} sh -c 'maro-recv -n "r.{}" -W 0.2s > /dev/null 2>> errs; [ $? = 124 ]' || { sort errs | uniq -c; return 1; }
+	# each removed its own socket file as it left (no sweep since keeper's)
+	run -0 find "$dir" -name 's.*'
+	assert_output "$dir/s.$keeper.0"
+	# 20 that are stopped: half by SIGTERM, half by SIGKILL (left to the sweep)
+	for i in $(seq 20); do
+		bg 60 maro-recv -n "k.$i"
+		pids+=("$(child_pid "$BG_PID" maro-recv)")
+	done
+	wait_until 20 live_is k. 20
+	for i in $(seq 0 19); do
+		if [ $((i % 2)) = 0 ]; then kill -TERM "${pids[$i]}"; else kill -KILL "${pids[$i]}"; fi
+	done
+	for p in "${pids[@]}"; do
+		wait_until 10 sh -c "! kill -0 $p 2> /dev/null"
+	done
+	# the next sweep is due when the last is 10 s old, and takes entries 3 s old
+	touch -d '1 minute ago' "$dir/.swept"
+	find "$dir" -name 'k.*.entry' -exec touch -d '1 minute ago' {} +
+	bg 60 maro-recv -n newcomer
+	newcomer=$(child_pid "$BG_PID" maro-recv)
+	wait_until 10 is_live newcomer
+	want=$(printf '%s\n' "keeper.entry" "newcomer.entry" "s.$keeper.0" "s.$newcomer.0" | sort)
+	got=$(cd "$dir" && ls | sort)
+	[ "$got" = "$want" ] || { echo "left: $got"; return 1; }
+	# one lock file per live registry handle
+	run -0 sh -c "ls -a '$dir' | grep -c '^\.owner\.'"
+	assert_output 2
+}

@@ -46,3 +46,17 @@ pages() {
 	run -0 "$d/usr/bin/maro-send" -V
 	assert_output --partial 'maro-send 0.1.0'
 }
+
+@test "every page renders without a stray macro name or a doubled quote; maro(7)'s enumerations read as written" {
+	local f out
+	for f in "$MARO_TOP"/man/*.[17]; do
+		out=$(MANWIDTH=80 man -l -P cat "$f" 2> /dev/null | col -b)
+		[ -n "$out" ]
+		# a macro name in the text: a Ta outside a column list, a nested quote
+		run ! grep -nE '(^|[^A-Za-z])(Ta|Ql|Qo|Qc|Qq|Pq|Po|Pc|Ns|Xr|Fl|Ic|Ar|Em|Sy|Dq)( |$)' <<< "$out"
+		run ! grep -n '""' <<< "$out"
+	done
+	out=$(MANWIDTH=120 man -l -P cat "$MARO_TOP/man/maro.7" 2> /dev/null | col -b)
+	grep -qE 'session_type[[:space:]]+text[[:space:]]+"task" or "notification"$' <<< "$out"
+	grep -qE 'session_stage[[:space:]]+text[[:space:]]+"request", "receive" or "complete"$' <<< "$out"
+}

@@ -385,6 +385,13 @@ bad_input() {
 	bad_input '\xa2\x63tag\x61x\x63tag\x61y' "repeated key 'tag'" 7
 }
 
+@test "bad input: a repeated unknown key, which JSON would keep one of and CBOR both" {
+	bad_input '\xa3\x63tag\x61x\x61k\x01\x61k\x02' "repeated key 'k'" 10
+	bad_input '\xa3\x01\x02\x63tag\x61x\x01\x03' "repeated key (CBOR 01)" 9
+	# the same text, its length written long: the same key
+	bad_input '\xa3\x61k\x01\x63tag\x61x\x78\x01k\x02' "repeated key 'k'" 10
+}
+
 @test "bad input: an indefinite-length item that never ends" {
 	bad_input '\xbf\x63tag\x61x\x9f\x01\x02' "truncated CBOR item at end of input (10 bytes of it read)"
 	bad_input '\x5f\x41\x01' "truncated CBOR item at end of input (3 bytes of it read)"

@@ -60,6 +60,11 @@ test_bad(void)
 	CHECK(decode("\xa1\x63tag\x01", 6, &err) < 0 && strstr(err.msg, "'tag' must be") && err.offset == 5);
 	CHECK(decode("\xa2\x63tag\x61x\x63tag\x61y", 13, &err) < 0 && strstr(err.msg, "repeated"));
 	CHECK(decode("\xa1\x63tag\x62\xc3\x28", 8, &err) < 0);
+	/* an unknown key repeated, as bytes or as the same text */
+	CHECK(decode("\xa3\x63tag\x61x\x61k\x01\x61k\x02", 13, &err) < 0 && strstr(err.msg, "repeated key 'k'") &&
+	    err.offset == 10);
+	CHECK(decode("\xa3\x61k\x01\x63tag\x61x\x78\x01k\x02", 14, &err) < 0 && strstr(err.msg, "repeated"));
+	CHECK(decode("\xa3\x61k\x01\x63tag\x61x\x61K\x02", 13, &err) == 0);
 	CHECK(decode("\xa2\x63tag\x61x\x6csession_type\x63" "foo", 22, &err) < 0);
 	/* unknown keys are kept, in order */
 	CHECK(maro_msg_decode(&m, (const uint8_t *)"\xa3\x01\x02\x63tag\x61x\x61z\xf6", 12, &err) == 0 &&
