@@ -57,7 +57,7 @@ script_has() {
 	assert_line --index 4 "    100 200 200"
 	assert_line --index 5 "    100 400 133"
 	assert_line --index 6 "sweep: maro-scatter exited 3, 5 of 6 points answered"
-	assert_line --index 7 "sweep: task 4 of the input given up after 2 failed attempts (its peer left): payload [100, 100]"
+	assert_line --index 7 "sweep: line 4 of the input given up after 2 failed attempts (its peer left): payload [100, 100]"
 	assert_line --regexp '^sweep: maro-pool restarted a worker [0-9]+ times$'
 	assert_line "sweep: failed.cbor holds [100,100]"
 	assert_line "sweep: retried: 100 100 inf"
