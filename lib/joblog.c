@@ -14,6 +14,17 @@
 
 #define PAYLOAD_MAX 200
 
+size_t
+maro_joblog_cut(const uint8_t *p, size_t n, size_t max)
+{
+	if (n <= max)
+		return n;
+	/* not in the middle of a character: back to the start of the one at max */
+	while (max > 0 && (p[max] & 0xc0) == 0x80)
+		max--;
+	return max;
+}
+
 /* s (n bytes) with each control character (a tab, a newline) as '?': one field stays one. */
 static int
 put_field(struct maro_buf *out, const char *s, size_t n)
@@ -45,8 +56,8 @@ maro_joblog_format(struct maro_buf *out, const struct maro_joblog_rec *r)
 		goto out;
 	if (!r->payload || maro_cbor_to_diag(r->payload, r->payload_n, &diag, &err) < 0)
 		rc = maro_buf_puts(out, "-");
-	else if ((rc = put_field(out, (const char *)diag.p,
-	    diag.len > PAYLOAD_MAX ? PAYLOAD_MAX : diag.len)) == 0 && diag.len > PAYLOAD_MAX)
+	else if ((rc = put_field(out, (const char *)diag.p, maro_joblog_cut(diag.p, diag.len,
+	    PAYLOAD_MAX))) == 0 && diag.len > PAYLOAD_MAX)
 		rc = maro_buf_puts(out, "...");
 	if (rc == 0)
 		rc = maro_buf_puts(out, "\n");

@@ -43,6 +43,9 @@ struct maro_joblog_rec {
  */
 int maro_joblog_format(struct maro_buf *out, const struct maro_joblog_rec *r);
 
+/* How many of the n bytes of UTF-8 at p to keep for at most max, no character cut. */
+size_t maro_joblog_cut(const uint8_t *p, size_t n, size_t max);
+
 /*
  * The hash of the task whose request (a message encoded here, n bytes) is
  * at req: of its tag, its payload and, with with_dest, its destination;

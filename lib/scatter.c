@@ -386,7 +386,7 @@ maro_scatter_payload(const struct maro_workq_task *t, struct maro_buf *b)
 	    maro_cbor_to_diag(m.payload.p, m.payload.n, b, &err) < 0 || maro_buf_cstr(b) < 0)
 		return "?";
 	if (b->len > 200)
-		memcpy(b->p + 197, "...", 4);
+		memcpy(b->p + maro_joblog_cut(b->p, b->len, 197), "...", 4);
 	return (const char *)b->p;
 }
 

@@ -98,6 +98,11 @@ test_joblog(void)
 	CHECK(!strcmp((char *)out.p,
 	    "7\t0000000000000abc\tw?1\t2\t1700000000.123\t2.500\tfailed: timed out\t\"a\\t\"\n"));
 
+	/* a cut keeps whole characters: "é" is 2 bytes */
+	CHECK(maro_joblog_cut((const uint8_t *)"ab\xc3\xa9", 4, 3) == 2);
+	CHECK(maro_joblog_cut((const uint8_t *)"ab\xc3\xa9", 4, 4) == 4);
+	CHECK(maro_joblog_cut((const uint8_t *)"abcd", 4, 2) == 2);
+
 	/* read back: a failed task runs, a done one is skipped, another task at its place is not it */
 	CHECK(load(&log, text, &whole, &err) == 0);
 	CHECK(whole == (off_t)(strlen(text) - strlen("10\t00000000")));	/* a last line cut short */
