@@ -20,7 +20,7 @@
 
 enum {
 	OPT_WINDOW = 256, OPT_ORDERED, OPT_ASYNC, OPT_JSON_LINES, OPT_PROGRESS, OPT_RETRIES,
-	OPT_TASK_TIMEOUT, OPT_FAILED,
+	OPT_TASK_TIMEOUT, OPT_FAILED, OPT_JOBLOG, OPT_RESUME,
 };
 
 static const char *const synopsis[] = { "< tasks", NULL };
@@ -40,6 +40,9 @@ static const struct maro_opt opts[] = {
 	{ "task-timeout", 0, "DUR", "an attempt unanswered after DUR failed", NULL, OPT_TASK_TIMEOUT,
 	    0, 0 },
 	{ "failed", 0, "FILE", "write the tasks given up to FILE", NULL, OPT_FAILED, 0, 0 },
+	{ "joblog", 0, "FILE", "write a record of each task that ended to FILE", NULL, OPT_JOBLOG, 0, 0 },
+	{ "resume", 0, NULL, "with --joblog: run only what the log has not done, and add to it", NULL,
+	    OPT_RESUME, 0, 0 },
 	MARO_OPT_SHARED_AS(MARO_SH_QUIET, "say nothing of what was not answered", 0),
 	{ 0 },
 };
@@ -60,16 +63,40 @@ struct scatter {
 	struct maro_tool_out out;
 	int64_t started;
 	struct maro_reader r;
-	int want_input;		/* the reader holds no whole item: read stdin */
-	int input_done;		/* the total is known */
 	int input_status;	/* the input's exit status, unless worse happens */
-	char input_error[300];
 	int64_t progress_every;	/* --progress: a line this often (us), whatever stderr is; 0: off */
 	int64_t next_progress;
 	const char *failed_path;
 	struct maro_writer failed_w;	/* --failed: the requests given up */
 	int failed_fd;
+	const char *log_path;
+	int resume;
+	struct maro_joblog_file log;	/* --joblog: a record per task ended, written out each round */
 };
+
+/* A task's place in the input, for people: "line 5", "message 5". */
+#define PLACE(s, seq) (s)->sc.in.tag ? "line" : "message", (unsigned long long)(seq)
+
+static void
+record(struct scatter *s, const struct maro_workq_task *t, const uint8_t *reply, size_t n,
+    const char *why)
+{
+	if (s->log.fd < 0)
+		return;
+	s->log.rec.len = 0;
+	if (maro_scatter_record(&s->sc, t, reply, n, why, &s->log.rec) < 0)
+		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+	if (maro_writer_put(&s->log.w, s->log.rec.p, s->log.rec.len) < 0)
+		maro_die(MARO_EXIT_SOFTWARE, "error writing '%s': %s", s->log_path, strerror(errno));
+}
+
+/* written after its reply: a record says that reply is out */
+static void
+written(void *arg, size_t i, const struct maro_workq_task *t, const uint8_t *p, size_t n)
+{
+	(void)i;
+	record(arg, t, p, n, NULL);
+}
 
 static void
 put(void *arg, const uint8_t *p, size_t n)
@@ -88,25 +115,19 @@ static void
 given_up(void *arg, size_t i, const struct maro_workq_task *t, const char *why)
 {
 	struct scatter *s = arg;
-	struct maro_msg m;
 	struct maro_buf b = { 0 };
 	struct maro_err err;
 
-	if (maro_msg_decode(&m, t->msg, t->n, &err) < 0)
-		maro_die(MARO_EXIT_SOFTWARE, "task %zu: %s", i + 1, err.msg);	/* we encoded it */
-	if (!s->quiet) {
-		if (m.payload.p)
-			maro_cbor_to_diag(m.payload.p, m.payload.n, &b, &err);
-		maro_warn("task %zu of the input given up after %u failed attempt%s (%s): payload %.*s%s",
-		    i + 1, t->attempts, t->attempts == 1 ? "" : "s", why,
-		    (int)(b.len > 200 ? 200 : b.len), b.len ? (const char *)b.p : "?",
-		    b.len > 200 ? "..." : "");
-	}
+	(void)i;
+	if (!s->quiet)
+		maro_warn("%s %llu of the input given up after %u failed attempt%s (%s): payload %s",
+		    PLACE(s, t->seq), t->attempts, t->attempts == 1 ? "" : "s", why, maro_scatter_payload(t, &b));
+	record(s, t, NULL, 0, why);
 	/* --failed: the request as a new message, to be sent again */
 	b.len = 0;
 	if (s->failed_fd >= 0) {
-		if (maro_taskin_unsent(t->msg, t->n, &b, &err) < 0)
-			maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+		if (maro_scatter_unsent(&s->sc, t, why, &b, &err) < 0)
+			maro_die(MARO_EXIT_SOFTWARE, "task at %s %llu: %s", PLACE(s, t->seq), err.msg);
 		if (maro_writer_put(&s->failed_w, b.p, b.len) < 0)
 			maro_warn("error writing the failed tasks: %s", strerror(errno));
 	}
@@ -133,7 +154,7 @@ progress(struct scatter *s, int final)
 
 	if (s->quiet || (!s->tty && !line))
 		return;
-	maro_workq_progress(&s->sc.q, (double)(now - s->started) / 1e6, s->input_done, text,
+	maro_workq_progress(&s->sc.q, (double)(now - s->started) / 1e6, s->sc.input_done, text,
 	    sizeof text);
 	if (s->tty && !s->progress_every) {
 		fprintf(stderr, "\r%s: %s\033[K%s", maro_progname, text, final ? "\n" : "");
@@ -152,9 +173,12 @@ say_missing(struct scatter *s)
 
 	for (i = maro_workq_first(&s->sc.q); i < s->sc.q.ntasks && k < 40 && !s->quiet; i++) {
 		struct maro_workq_task *t = maro_workq_task(&s->sc.q, i);
+		struct maro_buf b = { 0 };
 
 		if (t && !t->done && ++k)
-			maro_warn("no reply in session %s (task %zu of the input)", t->session, i + 1);
+			maro_warn("no reply in session %s (%s %llu of the input): payload %s", t->session,
+			    PLACE(s, t->seq), maro_scatter_payload(t, &b));
+		maro_buf_free(&b);
 	}
 }
 
@@ -204,50 +228,9 @@ own(void *arg, int key, char *val)
 			maro_usage_error("--task-timeout must be 1ms or more");
 		break;
 	case OPT_FAILED: s->failed_path = val; break;
+	case OPT_JOBLOG: s->log_path = val; break;
+	case OPT_RESUME: s->resume = 1; break;
 	}
-}
-
-/*
- * Read ahead: the items the reader holds become queued tasks, a bounded
- * number of them.  1 if it took any.
- */
-static int
-take_input(struct scatter *s)
-{
-	struct maro_scatter *sc = &s->sc;
-	int took = 0;
-
-	s->want_input = 0;
-	while (!s->input_done && maro_workq_queued(&sc->q) < QUEUE_MAX) {
-		const uint8_t *p;
-		size_t n;
-		uint64_t off;
-		struct maro_err err;
-		int rc = maro_taskin_next(&sc->in, &s->r, &p, &n, &off, &err);
-
-		if (rc == 0) {
-			s->input_done = s->r.eof;
-			s->want_input = 1;
-			break;
-		}
-		if (rc > 0 && maro_scatter_add(sc, p, n, &err) == 0) {
-			took = 1;
-			continue;
-		}
-		if (rc > 0 && errno == ENOMEM)
-			maro_die(MARO_EXIT_SOFTWARE, "out of memory");
-		if (rc > 0 && sc->in.tag)
-			snprintf(s->input_error, sizeof s->input_error, "malformed input at line %llu: %s",
-			    (unsigned long long)sc->in.lineno, err.msg);
-		else
-			snprintf(s->input_error, sizeof s->input_error,
-			    "malformed input at byte offset %llu: %s",
-			    (unsigned long long)(err.offset + (rc > 0 ? off : 0)), err.msg);
-		s->input_status = MARO_EXIT_DATAERR;
-		s->input_done = 1;
-		break;
-	}
-	return took;
 }
 
 int
@@ -257,11 +240,12 @@ main(int argc, char **argv)
 	struct scatter s = { 0 };
 	struct maro_scatter *sc = &s.sc;
 	char errbuf[512];
+	struct maro_err err;
 	int64_t deadline, next_hb, now;
 	int status = MARO_EXIT_OK;
 
 	maro_cli_init(argv[0]);
-	s.failed_fd = -1;
+	s.failed_fd = s.log.fd = -1;
 	sc->q.window = 1;
 	maro_common_init(&cm);
 	maro_opt_parse(&tool, &cm, argc, argv, own, &s);
@@ -275,6 +259,19 @@ main(int argc, char **argv)
 		maro_usage_error("--async needs a name for the replies (-n NAME)");
 	if ((sc->task_timeout || sc->q.retries || s.failed_path) && (!sc->prefix || sc->async))
 		maro_usage_error("--retries, --task-timeout and --failed need -P PREFIX, without --async");
+	if (s.resume && !s.log_path)
+		maro_usage_error("--resume needs --joblog FILE");
+	if (s.log_path && sc->async)
+		maro_usage_error("--joblog needs replies: not with --async");
+	if (s.log_path && maro_joblog_open(&s.log, s.log_path, s.resume, &err) < 0) {
+		if (errno == EINVAL)
+			maro_die(MARO_EXIT_DATAERR, "'%s' line %llu: %s", s.log_path,
+			    (unsigned long long)err.offset, err.msg);
+		maro_die(MARO_EXIT_UNAVAILABLE, "%s", err.msg);
+	}
+	sc->hash = s.log_path != NULL;
+	sc->resume = s.resume ? &s.log.had : NULL;
+	sc->resume_name = s.log_path;
 	if (s.failed_path) {
 		s.failed_fd = open(s.failed_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
 		if (s.failed_fd < 0)
@@ -298,6 +295,7 @@ main(int argc, char **argv)
 		maro_inbox_no_filter(sc->rq.inbox);
 	sc->q.put = put;
 	sc->q.given_up = given_up;
+	sc->q.written = s.log_path ? written : NULL;
 	sc->q.arg = &s;
 	sc->left = left;
 	sc->in.need_dest = !sc->prefix;
@@ -320,7 +318,10 @@ main(int argc, char **argv)
 		if (maro_scatter_peers(sc, now, 0) < 0 || maro_scatter_timeouts(sc, now) < 0)
 			maro_die(MARO_EXIT_SOFTWARE, "out of memory");
 		maro_outbox_run(sc->ob);	/* acknowledgements make room */
-		moved = take_input(&s);
+		if ((moved = maro_scatter_take(sc, &s.r, QUEUE_MAX)) < 0)
+			maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+		if (sc->input_bad)
+			s.input_status = MARO_EXIT_DATAERR;
 		if ((moved && maro_scatter_peers(sc, now, 1) < 0) || (rc = maro_scatter_dispatch(sc)) < 0)
 			maro_die(MARO_EXIT_SOFTWARE, "out of memory");
 		moved |= rc;
@@ -335,11 +336,14 @@ main(int argc, char **argv)
 		moved |= rc;
 		if ((status = maro_tool_out_flush(&s.out)) != 0)
 			goto out;
+		/* after the replies: a record says its reply was written */
+		if (s.log.fd >= 0 && maro_writer_flush(&s.log.w) < 0)
+			maro_die(MARO_EXIT_SOFTWARE, "error writing '%s': %s", s.log_path, strerror(errno));
 		/* held a little, so that one frame acknowledges many replies */
 		if (sc->rq.inbox)
 			maro_inbox_flush_due(sc->rq.inbox);
 		progress(&s, 0);
-		if (s.input_done && maro_workq_queued(&sc->q) == 0 && maro_scatter_missing(sc) == 0)
+		if (sc->input_done && maro_workq_queued(&sc->q) == 0 && maro_scatter_missing(sc) == 0)
 			break;
 		if ((status = maro_tool_stop(deadline)) != 0)
 			break;
@@ -353,7 +357,7 @@ main(int argc, char **argv)
 		 * queue had room buffered the whole input (2 MB for 200k lines,
 		 * without bound for more)
 		 */
-		if (!s.input_done && s.want_input && maro_workq_queued(&sc->q) < QUEUE_MAX) {
+		if (!sc->input_done && sc->want_input && maro_workq_queued(&sc->q) < QUEUE_MAX) {
 			stdin_at = nitems;
 			items[nitems++] = (zmq_pollitem_t){ NULL, STDIN_FILENO, ZMQ_POLLIN, 0 };
 		}
@@ -368,10 +372,10 @@ main(int argc, char **argv)
 		maro_tool_poll(sc->c, items, nitems, ms);
 		if (stdin_at >= 0 && (items[stdin_at].revents & (ZMQ_POLLIN | ZMQ_POLLERR)) &&
 		    maro_reader_fill(&s.r) < 0 && errno != EINTR) {
-			snprintf(s.input_error, sizeof s.input_error, "error reading standard input: %s",
+			snprintf(sc->input_error, sizeof sc->input_error, "error reading standard input: %s",
 			    strerror(errno));
 			s.input_status = MARO_EXIT_SOFTWARE;
-			s.input_done = 1;
+			sc->input_done = 1;
 		}
 	}
 	progress(&s, 1);
@@ -401,14 +405,21 @@ main(int argc, char **argv)
 	}
 	if (s.input_status && (status == MARO_EXIT_OK || status == MARO_EXIT_TASKS_FAILED))
 		status = s.input_status;
-	if (s.input_error[0])
-		maro_warn("%s", s.input_error);
+	if (sc->input_error[0])
+		maro_warn("%s", sc->input_error);
 	if (s.failed_fd >= 0 && (maro_writer_flush(&s.failed_w) < 0 || close(s.failed_fd) < 0)) {
 		maro_warn("error writing '%s': %s", s.failed_path, strerror(errno));
 		if (status == MARO_EXIT_OK || status == MARO_EXIT_TASKS_FAILED)
 			status = MARO_EXIT_SOFTWARE;
 	}
 	s.failed_fd = -1;
+	if (s.log.fd >= 0 && maro_joblog_close(&s.log) < 0) {
+		maro_warn("error writing '%s': %s", s.log_path, strerror(errno));
+		if (status == MARO_EXIT_OK || status == MARO_EXIT_TASKS_FAILED)
+			status = MARO_EXIT_SOFTWARE;
+	}
+	if (sc->skipped)
+		maro_info("%zu tasks done before, in job log '%s', not run again", sc->skipped, s.log_path);
 	maro_info("%zu tasks, %zu answered, %llu resent, %llu stray replies", sc->q.ntasks, sc->q.ndone,
 	    (unsigned long long)maro_outbox_resent(sc->ob), (unsigned long long)sc->rq.strays);
 out:
@@ -421,5 +432,7 @@ out:
 		close(s.failed_fd);
 	if (s.failed_path)
 		maro_writer_free(&s.failed_w);
+	s.log.w.buf.len = 0;	/* here early: its records may be of replies not written */
+	maro_joblog_close(&s.log);
 	return status;
 }

@@ -20,7 +20,7 @@ _maro() {
 		mapfile -t COMPREPLY < <(compgen -W 'cbor json' -- "$cur")
 		return
 		;;
-	--keyfile|--config|--failed|--sessions-from|--payloads)
+	--keyfile|--config|--failed|--joblog|--sessions-from|--payloads)
 		compopt -o default 2> /dev/null
 		return
 		;;

@@ -2,8 +2,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "clock.h"
+#include "convert.h"
 #include "registry.h"
 #include "reply.h"
 #include "scatter.h"
@@ -89,14 +91,81 @@ maro_scatter_end(struct maro_scatter *sc)
 int
 maro_scatter_add(struct maro_scatter *sc, const uint8_t *p, size_t n, struct maro_err *err)
 {
+	uint64_t hash = 0;
+	ssize_t k;
+
 	if (maro_taskin_make(&sc->in, p, n, err) < 0)
 		return -1;
-	if (maro_workq_add(&sc->q, sc->in.req.p, sc->in.req.len, &sc->in.dest,
-	    maro_taskin_session(&sc->in)) < 0) {
+	if (sc->hash) {
+		if (maro_joblog_hash(sc->in.req.p, sc->in.req.len, !sc->prefix, &hash, err) < 0)
+			return -1;	/* we encoded it: cannot happen */
+		switch (sc->resume ? maro_joblog_check(sc->resume, sc->in.seq, hash) : MARO_JOBLOG_RUN) {
+		case MARO_JOBLOG_DONE:
+			return 1;
+		case MARO_JOBLOG_OTHER:
+			snprintf(err->msg, sizeof err->msg, "the job log has another task there");
+			return 2;
+		}
+	}
+	k = maro_workq_add(&sc->q, sc->in.req.p, sc->in.req.len, &sc->in.dest,
+	    maro_taskin_session(&sc->in));
+	if (k < 0) {
 		errno = ENOMEM;	/* the session's length was checked by taskin */
 		return -1;
 	}
+	maro_workq_task(&sc->q, (size_t)k)->seq = sc->in.seq;
+	maro_workq_task(&sc->q, (size_t)k)->hash = hash;
 	return 0;
+}
+
+/* A task's place in the input, for people: "line 5", "message 5". */
+#define PLACE(sc, seq) (sc)->in.tag ? "line" : "message", (unsigned long long)(seq)
+
+int
+maro_scatter_take(struct maro_scatter *sc, struct maro_reader *r, size_t max)
+{
+	uint64_t last = sc->resume ? maro_joblog_last(sc->resume) : 0;
+	int took = 0;
+
+	sc->want_input = 0;
+	while (!sc->input_done && maro_workq_queued(&sc->q) < max) {
+		const uint8_t *p;
+		size_t n;
+		uint64_t off;
+		struct maro_err err;
+		int rc = maro_taskin_next(&sc->in, r, &p, &n, &off, &err), added = -1;
+
+		if (rc == 0) {
+			sc->input_done = r->eof;
+			sc->want_input = 1;
+			if (!sc->input_done || sc->in.seq >= last)
+				break;
+			snprintf(sc->input_error, sizeof sc->input_error, "the input ended at %s %llu, but job "
+			    "log '%s' has a record of %s %llu: not the input it was written for",
+			    PLACE(sc, sc->in.seq), sc->resume_name, PLACE(sc, last));
+		} else if (rc > 0 && (added = maro_scatter_add(sc, p, n, &err)) >= 0 && added < 2) {
+			sc->skipped += (size_t)added;
+			took |= !added;
+			continue;
+		} else if (added < 0 && rc > 0 && errno == ENOMEM) {
+			return -1;
+		} else if (added == 2) {
+			snprintf(sc->input_error, sizeof sc->input_error, "%s %llu of the input is not the task "
+			    "job log '%s' has there: not the input it was written for", PLACE(sc, sc->in.seq),
+			    sc->resume_name);
+		} else if (rc > 0 && sc->in.tag) {
+			snprintf(sc->input_error, sizeof sc->input_error, "malformed input at line %llu: %s",
+			    (unsigned long long)sc->in.lineno, err.msg);
+		} else {
+			snprintf(sc->input_error, sizeof sc->input_error,
+			    "malformed input at byte offset %llu: %s",
+			    (unsigned long long)(err.offset + (rc > 0 ? off : 0)), err.msg);
+		}
+		sc->input_bad = 1;
+		sc->input_done = 1;
+		break;
+	}
+	return took;
 }
 
 /* Live membership, from the registry: joins get work, leaves give theirs back. */
@@ -352,4 +421,80 @@ maro_scatter_publish(const struct maro_scatter *sc)
 	maro_stats.tasks_inflight = flight;
 	maro_stats.window_used = flight;
 	maro_stats.window = window;
+}
+
+const char *
+maro_scatter_payload(const struct maro_workq_task *t, struct maro_buf *b)
+{
+	struct maro_msg m;
+	struct maro_err err;
+
+	if (maro_msg_decode(&m, t->req, t->n, &err) < 0 || !m.payload.p ||
+	    maro_cbor_to_diag(m.payload.p, m.payload.n, b, &err) < 0 || maro_buf_cstr(b) < 0)
+		return "?";
+	if (b->len > 200)
+		memcpy(b->p + maro_joblog_cut(b->p, b->len, 197), "...", 4);
+	return (const char *)b->p;
+}
+
+/* The peer of t's last attempt, or none. */
+static struct maro_str
+last_peer(const struct maro_scatter *sc, const struct maro_workq_task *t)
+{
+	return t->peer == NO_PEER ? (struct maro_str){ 0 } : maro_str_c(sc->q.peers[t->peer].name);
+}
+
+int
+maro_scatter_record(const struct maro_scatter *sc, const struct maro_workq_task *t,
+    const uint8_t *reply, size_t n, const char *why, struct maro_buf *out)
+{
+	struct maro_joblog_rec r = { 0 };
+	struct maro_str worker = { 0 };
+	struct maro_msg m;
+	struct maro_err err;
+	struct timespec ts;
+	int64_t now = maro_now_us();
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	/* who answered: its reply's source, not the peer it went to last */
+	if (!reply || maro_msg_text(reply, n, "source", &worker) != 1)
+		worker = reply ? (struct maro_str){ 0 } : last_peer(sc, t);
+	r.seq = t->seq;
+	r.hash = t->hash;
+	r.worker = worker.p;
+	r.worker_n = worker.n;
+	r.attempts = t->sends;
+	r.duration_us = t->sent ? now - t->first_at : 0;
+	r.start_us = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000 - r.duration_us;
+	r.why = why;
+	/* t->msg is gone once answered; its bytes are not */
+	if (maro_msg_decode(&m, t->req, t->n, &err) == 0 && m.payload.p) {
+		r.payload = m.payload.p;
+		r.payload_n = m.payload.n;
+	}
+	return maro_joblog_format(out, &r);
+}
+
+int
+maro_scatter_unsent(const struct maro_scatter *sc, const struct maro_workq_task *t,
+    const char *why, struct maro_buf *out, struct maro_err *err)
+{
+	struct maro_buf note = { 0 };
+	struct maro_str worker = last_peer(sc, t);
+	int rc;
+
+	rc = maro_buf_cbor_text(&note, "failed", 6) < 0 ||
+	    maro_buf_cbor_head(&note, 5, worker.p ? 4 : 3) < 0 ||
+	    maro_buf_cbor_text(&note, sc->in.tag ? "line" : "message", sc->in.tag ? 4 : 7) < 0 ||
+	    maro_buf_cbor_head(&note, 0, t->seq) < 0 ||
+	    maro_buf_cbor_text(&note, "attempts", 8) < 0 ||
+	    maro_buf_cbor_head(&note, 0, t->attempts) < 0 ||
+	    maro_buf_cbor_text(&note, "why", 3) < 0 ||
+	    maro_buf_cbor_text(&note, why, strlen(why)) < 0 ||
+	    (worker.p && (maro_buf_cbor_text(&note, "worker", 6) < 0 ||
+	    maro_buf_cbor_text(&note, worker.p, worker.n) < 0)) ? -1 : 0;
+	if (rc == 0)
+		rc = maro_taskin_unsent(t->msg ? t->msg : t->req, t->n, &note, out, err);
+	maro_buf_free(&note);
+	return rc;
 }

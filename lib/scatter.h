@@ -18,6 +18,7 @@
 
 #include <zmq.h>
 
+#include "joblog.h"
 #include "outbox.h"
 #include "session.h"
 #include "taskin.h"
@@ -34,12 +35,21 @@ struct maro_scatter {
 	int async;		/* no replies: an acknowledged task is done, and written (q.put) */
 	int64_t task_timeout;	/* us an attempt may take; 0: any time */
 	maro_scatter_left_fn *left;	/* may be NULL */
+	int hash;		/* each task gets its hash (maro_joblog_hash), for a job log */
+	const struct maro_joblog *resume;	/* with hash: the tasks it has done are not run; may be NULL */
+	const char *resume_name;	/* its name, for the messages */
 	struct maro_workq q;	/* its settings and callbacks */
 	struct maro_taskin in;	/* its settings, reply_to set by maro_scatter_start */
 	struct maro_requester rq;	/* opened by the caller unless async */
 	/* read only for the caller */
 	struct maro_outbox *ob;
 	uint64_t delivered;	/* tasks acknowledged by their peer */
+	/* the input, as maro_scatter_take read it (the caller may end it, with its own error) */
+	int want_input;		/* the reader holds no whole item: read more */
+	int input_done;		/* the input ended (the total is known), or an error ended it */
+	int input_bad;		/* the input is not one to run (malformed, not the log's): input_error says why */
+	char input_error[300];
+	size_t skipped;		/* tasks not added: sc->resume has them done */
 	/* the module's */
 	int64_t next_refresh, next_check;
 	int64_t refresh_took;		/* how long the last look at the members took, us */
@@ -55,8 +65,18 @@ int maro_scatter_start(struct maro_scatter *sc, const char *name);
 /* Closes the outbox and the requester, frees the tasks. */
 void maro_scatter_end(struct maro_scatter *sc);
 /*
- * Adds the task of one input item (taskin): 0, or -1 with EINVAL and err
- * for an item that cannot be a task, or with ENOMEM.
+ * Reads ahead: the items r holds (taskin) become queued tasks
+ * (maro_scatter_add) while fewer than max are queued.  1 if it added any,
+ * else 0; an item that cannot be a task, or that is not the one sc->resume
+ * has at its place, or an input that ends before the last task
+ * sc->resume has, ends the input with an error.  -1 with ENOMEM.
+ */
+int maro_scatter_take(struct maro_scatter *sc, struct maro_reader *r, size_t max);
+/*
+ * Adds the task of one input item (taskin), numbered sc->in.seq: 0; 1
+ * when sc->resume has it done (it is not added); 2 when sc->resume has
+ * another task at that place (it is not added; err says so); or -1 with
+ * EINVAL and err for an item that cannot be a task, or with ENOMEM.
  */
 int maro_scatter_add(struct maro_scatter *sc, const uint8_t *p, size_t n, struct maro_err *err);
 /*
@@ -92,6 +112,24 @@ int maro_scatter_pollitems(struct maro_scatter *sc, zmq_pollitem_t *items, int m
  * heartbeat time, not counted per task.
  */
 void maro_scatter_publish(const struct maro_scatter *sc);
+/*
+ * Appends the job log record (joblog.h) of task t, ended now: done, its
+ * reply (n bytes) at reply, or given up (why; reply NULL).  0, or -1 with
+ * ENOMEM.
+ */
+int maro_scatter_record(const struct maro_scatter *sc, const struct maro_workq_task *t,
+    const uint8_t *reply, size_t n, const char *why, struct maro_buf *out);
+/* The payload of task t in diagnostic notation, cut at 200 bytes with "...", in b: a string ("?" if none). */
+const char *maro_scatter_payload(const struct maro_workq_task *t, struct maro_buf *b);
+/*
+ * Appends task t, given up (why), as a new message to send again
+ * (maro_taskin_unsent) that says where it failed: a key "failed" whose
+ * value is a map of its place in the input ("line" with payload lines,
+ * else "message"), "attempts", "why" and the "worker" of its last attempt.
+ * 0, or -1 with err or ENOMEM.
+ */
+int maro_scatter_unsent(const struct maro_scatter *sc, const struct maro_workq_task *t,
+    const char *why, struct maro_buf *out, struct maro_err *err);
 /* The earlier of wake and when the engine has something to do next. */
 int64_t maro_scatter_wake(const struct maro_scatter *sc, int64_t wake);
 

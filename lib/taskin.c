@@ -14,8 +14,12 @@ maro_taskin_next(struct maro_taskin *in, struct maro_reader *r, const uint8_t **
 {
 	const uint8_t *nl;
 
-	if (!in->tag)
-		return maro_reader_next(r, p, n, off, err);
+	if (!in->tag) {
+		int rc = maro_reader_next(r, p, n, off, err);
+
+		in->seq += rc > 0;
+		return rc;
+	}
 	for (;;) {
 		size_t avail = r->buf.len - r->start;
 
@@ -29,6 +33,7 @@ maro_taskin_next(struct maro_taskin *in, struct maro_reader *r, const uint8_t **
 		*off = r->base + r->start;
 		r->start += *n + (nl != NULL);
 		in->lineno++;
+		in->seq = in->lineno;
 		if (*n)
 			return 1;
 	}
@@ -112,15 +117,39 @@ out:
 	return rc;
 }
 
+/* Is the extra pair at p (a key and its value) the key "failed"? */
+static int
+is_failed_key(const struct maro_span *x)
+{
+	static const uint8_t key[] = { 0x66, 'f', 'a', 'i', 'l', 'e', 'd' };
+
+	return x->n > sizeof key && !memcmp(x->p, key, sizeof key);
+}
+
 int
-maro_taskin_unsent(const uint8_t *req, size_t n, struct maro_buf *out, struct maro_err *err)
+maro_taskin_unsent(const uint8_t *req, size_t n, const struct maro_buf *note,
+    struct maro_buf *out, struct maro_err *err)
 {
 	struct maro_msg m;
+	size_t i, k = 0;
 
 	if (maro_msg_decode(&m, req, n, err) < 0)
 		return -1;
 	m.message_id = (struct maro_str){ 0 };
 	m.reply_to = (struct maro_str){ 0 };
+	/* a task that failed before (fed again from --failed) says only its last failure */
+	for (i = 0; note && i < m.nextra; i++)
+		if (!is_failed_key(&m.extra[i]))
+			m.extra[k++] = m.extra[i];
+	if (note) {
+		if (k == MARO_MSG_MAX_EXTRA) {
+			snprintf(err->msg, sizeof err->msg, "more than %d unknown keys", MARO_MSG_MAX_EXTRA);
+			errno = EINVAL;
+			return -1;
+		}
+		m.extra[k++] = (struct maro_span){ note->p, note->len };
+		m.nextra = k;
+	}
 	if (maro_msg_encode(&m, out) < 0) {
 		errno = ENOMEM;
 		return -1;

@@ -23,6 +23,7 @@ struct maro_taskin {
 	const char *reply_to;	/* where the replies (or with --async the acks) go */
 	/* read only for the caller */
 	uint64_t lineno;	/* with tag: the line of the last item (1 for the first) */
+	uint64_t seq;		/* the last item's place: its line with tag, else its number from 1 */
 	struct maro_buf req;	/* the last request made */
 	struct maro_dest_at dest;	/* where its destination and session_id are */
 };
@@ -46,9 +47,12 @@ int maro_taskin_make(struct maro_taskin *in, const uint8_t *p, size_t n, struct 
 /*
  * A request (n bytes) as a new message, appended to out: without its
  * message_id and reply_to, so that sent again it is not taken for a copy
- * and dropped.  0, or -1 with err (not a message) or ENOMEM.
+ * and dropped.  With note (a key "failed" and its value, encoded; or
+ * NULL) it has that key instead of the one it had.  0, or -1 with err
+ * (not a message, or too many keys) or ENOMEM.
  */
-int maro_taskin_unsent(const uint8_t *req, size_t n, struct maro_buf *out, struct maro_err *err);
+int maro_taskin_unsent(const uint8_t *req, size_t n, const struct maro_buf *note,
+    struct maro_buf *out, struct maro_err *err);
 /* The session id of in->req. */
 struct maro_str maro_taskin_session(const struct maro_taskin *in);
 void maro_taskin_free(struct maro_taskin *in);

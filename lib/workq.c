@@ -184,7 +184,9 @@ maro_workq_sent(struct maro_workq *q, size_t i, size_t p, int64_t now)
 		if (maro_strset_put(&q->by_session, t->session, strlen(t->session), i) < 0)
 			return -1;
 		t->sent = 1;
+		t->first_at = now;
 	}
+	t->sends++;
 	t->peer = p;
 	t->sent_at = now;
 	if (p != NO_PEER)
@@ -210,6 +212,14 @@ maro_workq_answered(struct maro_workq *q, struct maro_str session, size_t *i)
 	return t;
 }
 
+static void
+put(struct maro_workq *q, size_t i, const struct maro_workq_task *t, const uint8_t *p, size_t n)
+{
+	q->put(q->arg, p, n);
+	if (q->written)
+		q->written(q->arg, i, t, p, n);
+}
+
 /* Ordered: writes the replies whose tasks before them are all finished. */
 static void
 ordered_out(struct maro_workq *q)
@@ -218,7 +228,7 @@ ordered_out(struct maro_workq *q)
 		struct maro_workq_task *o = maro_workq_task(q, q->next_out);
 
 		if (o->reply)
-			q->put(q->arg, o->reply, o->reply_n);
+			put(q, q->next_out, o, o->reply, o->reply_n);
 		task_free(q, q->next_out++);
 	}
 }
@@ -230,7 +240,7 @@ maro_workq_reply(struct maro_workq *q, size_t i, const uint8_t *p, size_t n)
 
 	if (!q->ordered) {
 		if (p)
-			q->put(q->arg, p, n);
+			put(q, i, t, p, n);
 		task_free(q, i);
 		return 0;
 	}
@@ -252,10 +262,11 @@ maro_workq_fail(struct maro_workq *q, size_t i, const char *why)
 
 	if (t->peer != NO_PEER && q->peers[t->peer].inflight)
 		q->peers[t->peer].inflight--;
-	t->peer = NO_PEER;
 	t->attempts++;
-	if (!q->retries || t->attempts < q->retries)
+	if (!q->retries || t->attempts < q->retries) {
+		t->peer = NO_PEER;
 		return enqueue(q, i);
+	}
 	t->done = t->failed = 1;
 	q->ndone++;
 	q->nfailed++;
@@ -362,7 +373,7 @@ maro_workq_flush(struct maro_workq *q)
 		struct maro_workq_task *t = maro_workq_task(q, i);
 
 		if (t && t->done && t->reply)
-			q->put(q->arg, t->reply, t->reply_n);
+			put(q, i, t, t->reply, t->reply_n);
 	}
 }
 

@@ -38,12 +38,16 @@ struct maro_workq_task {
 	size_t n;
 	struct maro_dest_at dest;	/* where a peer's name goes into msg */
 	char session[MARO_WORKQ_SESSION_MAX + 1];
-	size_t peer;		/* where it is in flight, or MARO_WORKQ_NO_PEER */
+	size_t peer;		/* where it is in flight, or MARO_WORKQ_NO_PEER; given up: of its last attempt */
 	int sent;		/* known by its session and owed a reply: from its first send */
 	int done;		/* answered, or given up */
 	int failed;		/* given up */
 	unsigned attempts;	/* sends that failed: its peer left, or it timed out */
+	unsigned sends;		/* sends, the one answered among them */
+	int64_t first_at;	/* when it first went out */
 	int64_t sent_at;	/* when it last went to a peer */
+	uint64_t seq;		/* the caller's: its place in the input */
+	uint64_t hash;		/* the caller's: what it is, for a job log */
 	uint8_t *reply;		/* held for ordered output */
 	size_t reply_n;
 	uint8_t req[];
@@ -58,6 +62,12 @@ struct maro_workq_peer {
 /* Writes one reply, in order when the queue is ordered. */
 typedef void maro_workq_put_fn(void *arg, const uint8_t *p, size_t n);
 /*
+ * The reply (p, n) of task i was just written (put): in input order when
+ * the queue is ordered, so at once or later.  t is freed after the call.
+ */
+typedef void maro_workq_written_fn(void *arg, size_t i, const struct maro_workq_task *t,
+    const uint8_t *p, size_t n);
+/*
  * Task i was given up (why: its last failed attempt).  t->msg is still the
  * request; t is freed after the call (or held until its turn when ordered).
  */
@@ -71,6 +81,7 @@ struct maro_workq {
 	int ordered;		/* hold replies for input order */
 	maro_workq_put_fn *put;	/* the replies written by maro_workq_reply and _flush */
 	maro_workq_given_up_fn *given_up;	/* may be NULL */
+	maro_workq_written_fn *written;	/* may be NULL */
 	void *arg;
 	/* read only for the caller */
 	size_t ntasks, ndone, nfailed;	/* added, finished (answered or given up), given up */

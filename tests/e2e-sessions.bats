@@ -266,7 +266,7 @@ live() { maro-peers -f json | grep -c "\"$1" || :; }
 	run -3 --separate-stderr timeout 30 sh -c \
 		'printf "%s\n" 1 2 3 4 poison 6 7 8 9 10 | maro-scatter -P worker -t job --retries 2 --failed failed.cbor -W 20s -f payload'
 	assert_equal "$(printf '%s\n' "${lines[@]}" | sort -V)" "$(printf 'r%s\n' 1 2 3 4 6 7 8 9 10)"
-	[[ "$stderr" == *'task 5 of the input given up after 2 failed attempts (its peer left): payload "poison"'* ]]
+	[[ "$stderr" == *'line 5 of the input given up after 2 failed attempts (its peer left): payload "poison"'* ]]
 	[[ "$stderr" == *"1 of 10 tasks given up after 2 failed attempts"* ]]
 	run -0 maro-msg -f payload < failed.cbor
 	assert_output poison
@@ -289,7 +289,7 @@ live() { maro-peers -f json | grep -c "\"$1" || :; }
 	run -3 --separate-stderr timeout 60 sh -c \
 		'printf "%s\n" 1 2 3 4 poison 6 7 8 9 10 | maro-scatter -P worker -t job --retries 2 -W 40s -f payload'
 	assert_equal "$(printf '%s\n' "${lines[@]}" | sort -V)" "$(printf 'r%s\n' 1 2 3 4 6 7 8 9 10)"
-	[[ "$stderr" == *'task 5 of the input given up after 2 failed attempts'* ]]
+	[[ "$stderr" == *'line 5 of the input given up after 2 failed attempts'* ]]
 	# a new holder of a dead worker's name was never sent the task uncounted
 	[ "$(lines deaths)" -ge 1 ] && [ "$(lines deaths)" -le 2 ] || { cat deaths; false; }
 }
@@ -302,12 +302,12 @@ live() { maro-peers -f json | grep -c "\"$1" || :; }
 	run -3 --separate-stderr timeout 30 sh -c \
 		'printf "%s\n" a b hang c d | maro-scatter -P worker -t job --task-timeout 1s --retries 2 -W 20s -f payload'
 	assert_equal "$(printf '%s\n' "${lines[@]}" | sort)" $'ra\nrb\nrc\nrd'
-	[[ "$stderr" == *'task 3 of the input given up after 2 failed attempts (timed out): payload "hang"'* ]]
+	[[ "$stderr" == *'line 3 of the input given up after 2 failed attempts (timed out): payload "hang"'* ]]
 	# without --retries it is tried until -W
 	run -1 --separate-stderr timeout 30 sh -c \
 		'printf "%s\n" a hang | maro-scatter -P worker -t job --task-timeout 500ms -W 3s -f payload'
 	assert_output ra
-	[[ "$stderr" == *"(task 2 of the input)"* ]]
+	[[ "$stderr" == *"(line 2 of the input): payload \"hang\""* ]]
 	run -2 maro-scatter -t job --retries 2
 	assert_output --partial -- "--retries, --task-timeout and --failed need -P PREFIX"
 }
@@ -319,7 +319,7 @@ live() { maro-peers -f json | grep -c "\"$1" || :; }
 	wait_until 10 live_is worker. 2
 	run -1 --separate-stderr timeout 30 sh -c 'seq 10 | maro-scatter -P worker -t double --json-lines --window 3 --ordered -W 3s -f payload'
 	assert_output "$(printf '%s\n' 2 4 8 10 12 14 16 18 20)"
-	[[ "$stderr" == *"(task 3 of the input)"* ]]
+	[[ "$stderr" == *"(line 3 of the input): payload 3"* ]]
 	[[ "$stderr" == *"timed out: 1 of 10 tasks unanswered"* ]]
 }
 

@@ -76,6 +76,11 @@ shell_worker() {
 	run -0 timeout 30 bash -c "$(example maro-scatter.1 1)"
 	[ "${#lines[@]}" -eq 1000 ]
 	[ "$(sort -n <<< "$output")" = "$(seq 1000 | awk '{ print $1 * $1 }')" ]
+	# the sweep with a job log: every square once, the second run resumed with nothing to do
+	run -0 timeout 60 bash -c "$(example maro-scatter.1 2)"
+	assert_output ""
+	[ "$(sort -n squares)" = "$(seq 1000 | awk '{ print $1 * $1 }')" ]
+	[ "$(awk -F '\t' 'NR > 1 && $7 == "done"' squares.log | wc -l)" -eq 1000 ]
 	run -0 timeout 30 bash -c "$(example maro-bcast.1 2)"
 	wait_exit "$worker" 10
 	[ "$status" -eq 0 ]

@@ -57,12 +57,32 @@ script_has() {
 	assert_line --index 4 "    100 200 200"
 	assert_line --index 5 "    100 400 133"
 	assert_line --index 6 "sweep: maro-scatter exited 3, 5 of 6 points answered"
-	assert_line --index 7 "sweep: task 4 of the input given up after 2 failed attempts (its peer left): payload [100, 100]"
+	assert_line --index 7 "sweep: line 4 of the input given up after 2 failed attempts (its peer left): payload [100, 100]"
 	assert_line --regexp '^sweep: maro-pool restarted a worker [0-9]+ times$'
 	assert_line "sweep: failed.cbor holds [100,100]"
 	assert_line "sweep: retried: 100 100 inf"
 	assert_line --index $((${#lines[@]} - 1)) "sweep: ok, 6 points, in order"
 	left_behind "maro-dist --raw --co master:lens:1"
+}
+
+@test "tutorial-resume: the master killed half way, resumed from its job log, nothing done twice" {
+	run -0 timeout 90 sh "$MARO_TOP/scripts/tutorial-resume"
+	assert_line --index 0 "resume: 3 workers live"
+	assert_line --index 1 --regexp '^resume: master killed with [0-9]+ points logged, [0-9]+ done$'
+	assert_line --index 2 --regexp '^resume: resumed, maro-scatter exited 3, [0-9]+ more results$'
+	assert_line --index 3 'resume: line 13 of the input given up after 2 failed attempts (its peer left): payload "13"'
+	assert_line --index 4 "resume: the log says: 13: failed: its peer left"
+	assert_line --index 5 "resume: resumed again: 13 1521"
+	assert_line --index 6 --regexp '^resume: ok, 40 points, none done before the kill run again \([0-3] in flight at the kill were\)$'
+	[ "${#lines[@]}" -eq 7 ]
+	# the points done before the kill and those done after add up to the 39 that could be
+	local before after
+	before=$(sed -n 's/^resume: master killed with [0-9]* points logged, \([0-9]*\) done$/\1/p' <<< "$output")
+	after=$(sed -n 's/^resume: resumed, maro-scatter exited 3, \([0-9]*\) more results$/\1/p' <<< "$output")
+	[ "$((before + after))" -eq 39 ] || fail "$before done before the kill, $after after"
+	[ "$before" -ge 10 ]
+	[ "$before" -lt 39 ]
+	left_behind "maro-dist --raw --co \*:sim:1"
 }
 
 @test "tutorial-barrier: the master goes on at 3 reports of 5, takes the other 2, the shares add up" {
@@ -100,7 +120,7 @@ script_has() {
 
 @test "the tutorial scripts say their usage" {
 	local s
-	for s in sweep barrier broadcast; do
+	for s in sweep resume barrier broadcast; do
 		run -2 env -u MARO_BIN sh "$MARO_TOP/scripts/tutorial-$s"
 		assert_output "usage: MARO_BIN=DIR sh scripts/tutorial-$s [WORKERS]"
 		run -2 sh "$MARO_TOP/scripts/tutorial-$s" 3 extra
@@ -115,7 +135,7 @@ script_has() {
 		[ -f "$MARO_TOP/$s" ] || fail "the page names $s, which is not there"
 	done < <(grep -Eo 'scripts/[A-Za-z0-9_-]+' "$MARO_TOP/man/maro-tutorial.7" | sort -u)
 	# each workflow has its subsection, which names its script
-	for s in sweep barrier broadcast; do
+	for s in sweep resume barrier broadcast; do
 		grep -qx ".Pa scripts/tutorial-$s" "$MARO_TOP/man/maro-tutorial.7" || fail "no subsection names tutorial-$s"
 	done
 	while IFS=$'\037' read -r script line; do
@@ -132,5 +152,5 @@ script_has() {
 	[ "$n" -ge 15 ] || fail "only $n lines of command blocks found"
 	# EXAMPLES: the three scripts, as run from the top of the tree
 	run -0 awk '/^\.Sh / { ex = ($2 == "EXAMPLES") } ex && /^\.Bd/ { b = 1; next } /^\.Ed/ { b = 0 } ex && b' "$MARO_TOP/man/maro-tutorial.7"
-	assert_output "$(printf 'MARO_BIN=build/bin sh scripts/tutorial-%s\n' sweep barrier broadcast)"
+	assert_output "$(printf 'MARO_BIN=build/bin sh scripts/tutorial-%s\n' sweep resume barrier broadcast)"
 }

@@ -151,6 +151,7 @@ main(int argc, char **argv)
 	test_jobs();
 	test_input();
 	test_workq();
+	test_joblog();
 	test_stats();
 	printf("unit: %d passed, %d failed\n", unit_passed, unit_failed);
 	return unit_failed ? 1 : 0;

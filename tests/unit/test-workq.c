@@ -7,6 +7,8 @@
 struct seen {
 	char out[64];		/* the replies written, one letter each */
 	size_t given_up[8], ngiven_up;
+	size_t given_up_peer;	/* the peer of the last one's last attempt */
+	char written[64];	/* the tasks whose reply was written, a digit each, and their sends */
 };
 
 static void
@@ -24,6 +26,19 @@ given_up(void *arg, size_t i, const struct maro_workq_task *t, const char *why)
 
 	if (w->ngiven_up < 8 && t->msg && t->failed && why)
 		w->given_up[w->ngiven_up++] = i;
+	w->given_up_peer = t->peer;
+}
+
+static void
+written(void *arg, size_t i, const struct maro_workq_task *t, const uint8_t *p, size_t n)
+{
+	struct seen *w = arg;
+	size_t k = strlen(w->written);
+
+	(void)p;
+	(void)n;
+	if (k + 3 < sizeof w->written)
+		snprintf(w->written + k, 3, "%zu%u", i, t->sends);
 }
 
 static size_t
@@ -125,6 +140,7 @@ test_workq(void)
 	q.ordered = 1;
 	q.put = put;
 	q.given_up = given_up;
+	q.written = written;
 	q.arg = &w;
 	add(&q, "o0");
 	add(&q, "o1");
@@ -133,12 +149,14 @@ test_workq(void)
 	CHECK(send_next(&q, &t0) == 0 && send_next(&q, &t1) == 0 && send_next(&q, &t2) == 0);
 	answer(&q, "o2", "Z");
 	answer(&q, "o1", "Y");
-	CHECK(!strcmp(w.out, "") && q.ndone == 2);
+	CHECK(!strcmp(w.out, "") && q.ndone == 2 && !strcmp(w.written, ""));
 	/* o0 fails once (back to the queue), then again: given up, and the held replies go out */
 	CHECK(maro_workq_fail(&q, 0, "timed out") == 0 && w.ngiven_up == 0 && q.peers[0].inflight == 0);
 	CHECK(send_next(&q, &t0) == 0 && t0 == 0);
 	CHECK(maro_workq_fail(&q, 0, "timed out") == 0 && w.ngiven_up == 1 && w.given_up[0] == 0);
 	CHECK(q.nfailed == 1 && q.ndone == 3 && !strcmp(w.out, "YZ"));
+	/* told of each reply as it is written, in order, not as it came; the given up kept its peer */
+	CHECK(!strcmp(w.written, "1121") && w.given_up_peer == 0);
 	maro_workq_progress(&q, 0, 0, text, sizeof text);
 	CHECK(!strcmp(text, "3/3+ done (1 failed), 0/s"));
 	maro_workq_free(&q);

@@ -28,6 +28,7 @@ void test_view(void);
 void test_jobs(void);
 void test_input(void);
 void test_workq(void);
+void test_joblog(void);
 void test_stats(void);
 
 /* Fixtures the bats suites run as "unit-tests NAME ARGS". */
