@@ -24,7 +24,6 @@
 #include "hold.h"
 #include "maro.h"
 
-#define MAX_HANDLERS 32
 #define MAX_HELD 65536
 /* for replies already queued when a signal stops us: with MARO_HANDLER_GRACE_US, within maro(7)'s 2.5 s */
 #define SIGNAL_GRACE_US 2000000
@@ -53,19 +52,10 @@ static const struct maro_tool tool = {
 	MARO_TOOL_NEEDS_NAME | MARO_TOOL_STOP_AT_OPERAND,
 };
 
-enum { MODE_RUN, MODE_CO, MODE_EXIT };
-
-struct handler {
-	struct maro_event ev;
-	int mode;
-	struct maro_handler run;	/* its command, and its process when a coprocess */
-};
-
 struct dist {
 	struct maro_ctx *c;
 	struct maro_handler_host x;
-	struct handler h[MAX_HANDLERS];
-	int nh;
+	struct maro_handler_set hs;
 	struct maro_hold hold;	/* the messages no handler has had yet */
 	unsigned live[MARO_EVENT_MAX_UNITS];
 	int64_t next_hb;
@@ -145,7 +135,7 @@ beat(void *arg, int now)
 
 /* Runs a per-trigger handler over the messages taken, and says how it ended. */
 static void
-run_once(struct dist *d, struct handler *h)
+run_once(struct dist *d, struct maro_handler_entry *h)
 {
 	enum maro_handler_end end;
 	struct maro_err err;
@@ -168,33 +158,6 @@ run_once(struct dist *d, struct handler *h)
 	d->failures += end == MARO_HANDLER_OVER || end == MARO_HANDLER_FAILED;
 }
 
-/* A resent copy of a request a coprocess has (maro_hold_put).  1 when found. */
-static int
-co_resent(void *arg, const struct maro_delivery *dl)
-{
-	struct dist *d = arg;
-
-	for (int i = 0; i < d->nh; i++)
-		if (d->h[i].mode == MODE_CO && maro_handler_co_resent(&d->h[i].run, dl))
-			return 1;
-	return 0;
-}
-
-/* A task request that no unit of any handler's event matches (source and tag): none will ever take it. */
-static int
-untaken(const struct dist *d, const struct maro_msg *m)
-{
-	struct maro_event_msg em = { m->source, m->tag };
-
-	if (m->type != MARO_SESSION_TASK || m->stage != MARO_STAGE_REQUEST)
-		return 0;
-	for (int i = 0; i < d->nh; i++)
-		for (int u = 0; u < d->h[i].ev.nunits; u++)
-			if (maro_event_unit_matches(&d->h[i].ev.units[u], &em))
-				return 0;
-	return 1;
-}
-
 /* Tries every handler in order; runs the first whose event holds.  1 when the loop must end. */
 static int
 dispatch(struct dist *d, int *ran)
@@ -202,8 +165,8 @@ dispatch(struct dist *d, int *ran)
 	int i, u;
 
 	*ran = 0;
-	for (i = 0; i < d->nh; i++) {
-		struct handler *h = &d->h[i];
+	for (i = 0; i < d->hs.n; i++) {
+		struct maro_handler_entry *h = &d->hs.h[i];
 		size_t j;
 		int any = 0;
 
@@ -215,11 +178,11 @@ dispatch(struct dist *d, int *ran)
 		if (!maro_hold_match(&d->hold, &h->ev, d->live, NULL, NULL))
 			continue;
 		*ran = 1;
-		if (h->mode == MODE_EXIT) {
+		if (h->mode == MARO_HANDLER_EXIT) {
 			for (j = 0; j < d->hold.n; j++)
 				if (d->hold.take[j])
 					maro_hold_ack(&d->hold, d->x.ib, j);
-		} else if (h->mode == MODE_CO) {
+		} else if (h->mode == MARO_HANDLER_CO) {
 			/* one message at a time: all that match at once, as triggers again and again would */
 			if (h->ev.nunits == 1 && !h->ev.units[0].percent && h->ev.units[0].amount == 1)
 				d->runs += maro_hold_take_all(&d->hold, &h->ev.units[0]);	/* a trigger each */
@@ -231,7 +194,7 @@ dispatch(struct dist *d, int *ran)
 		}
 		if (maro_hold_release(&d->hold) < 0)
 			maro_die(MARO_EXIT_SOFTWARE, "out of memory");
-		return h->mode == MODE_EXIT;
+		return h->mode == MARO_HANDLER_EXIT;
 	}
 	return 0;
 }
@@ -248,7 +211,7 @@ own(void *arg, int key, char *val)
 {
 	struct args *a = arg;
 	struct dist *d = a->d;
-	struct handler *h = &d->h[d->nh];
+	struct maro_handler_entry *h = &d->hs.h[d->hs.n];
 	char errbuf[512];
 	int col;
 
@@ -257,8 +220,8 @@ own(void *arg, int key, char *val)
 	case OPT_JSON_LINES: d->x.json_lines = 1; return;
 	case OPT_EXIT: maro_usage_error("--exit goes after --on EVENT");
 	}
-	if (d->nh == MAX_HANDLERS)
-		maro_usage_error("at most %d handlers", MAX_HANDLERS);
+	if (d->hs.n == MARO_HANDLER_MAX)
+		maro_usage_error("at most %d handlers", MARO_HANDLER_MAX);
 	memset(h, 0, sizeof *h);
 	h->run.text = val;
 	if (maro_event_parse(&h->ev, val, &col, errbuf, sizeof errbuf) < 0) {
@@ -267,15 +230,15 @@ own(void *arg, int key, char *val)
 		exit(MARO_EXIT_USAGE);
 	}
 	if (optind < a->argc && !strcmp(a->argv[optind], "--exit") && key == OPT_ON) {
-		h->mode = MODE_EXIT;
+		h->mode = MARO_HANDLER_EXIT;
 		optind++;
 	} else if (optind < a->argc) {
 		h->run.cmd = a->argv[optind++];
-		h->mode = key == OPT_CO ? MODE_CO : MODE_RUN;
+		h->mode = key == OPT_CO ? MARO_HANDLER_CO : MARO_HANDLER_RUN;
 	} else {
 		maro_usage_error("%s '%s' needs a command", key == OPT_CO ? "--co" : "--on", val);
 	}
-	d->nh++;
+	d->hs.n++;
 }
 
 int
@@ -286,11 +249,12 @@ main(int argc, char **argv)
 	struct args a = { &d, argc, argv };
 	int64_t deadline, now;
 	int status = MARO_EXIT_OK, stop = 0, i;
+	struct maro_err err;
 
 	maro_cli_init(argv[0]);
 	maro_common_init(&cm);
 	maro_opt_parse(&tool, &cm, argc, argv, own, &a);
-	if (!d.nh)
+	if (!d.hs.n)
 		maro_usage_error("no handler (--on EVENT CMD or --co EVENT CMD)");
 	if (d.x.json_lines && !d.x.raw)
 		maro_usage_error("--json-lines goes with --raw");
@@ -307,16 +271,8 @@ main(int argc, char **argv)
 	d.x.ob = maro_outbox_new(d.c, NULL, NULL, &d);
 	if (!d.x.ob)
 		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
-	for (i = 0; i < d.nh; i++) {
-		struct handler *h = &d.h[i];
-		struct maro_err err;
-
-		if (h->mode != MODE_EXIT &&
-		    maro_handler_init(&h->run, &d.x, h->run.text, h->run.cmd, h->mode == MODE_CO) < 0)
-			maro_die(MARO_EXIT_SOFTWARE, "out of memory");
-		if (h->mode == MODE_CO && maro_handler_co_start(&d.x, &h->run, &err) < 0)
-			maro_die(MARO_EXIT_SOFTWARE, "%s", err.msg);
-	}
+	if (maro_handler_set_start(&d.hs, &d.x, &err) < 0)
+		maro_die(MARO_EXIT_SOFTWARE, "%s", err.msg);
 	d.next_hb = maro_tool_next_beat(d.c, maro_now_us());
 	maro_stats.has_flight = 1;	/* lib/handler counts the requests its handlers have */
 
@@ -328,12 +284,12 @@ main(int argc, char **argv)
 
 		while (d.hold.n < MAX_HELD && maro_inbox_next(d.x.ib, &dl) == 1) {
 			/* no handler will ever take it: say so now, not at the sender's -W */
-			if (untaken(&d, &dl.msg)) {
+			if (maro_handler_set_untaken(&d.hs, &dl.msg)) {
 				if (maro_handler_no_handler(&d.x, &dl) < 0 && !maro_signal)
 					maro_die(MARO_EXIT_SOFTWARE, "out of memory");
 				continue;
 			}
-			if (maro_hold_put(&d.hold, &dl, co_resent, &d) < 0)
+			if (maro_hold_put(&d.hold, &dl, maro_handler_set_resent, &d.hs) < 0)
 				maro_die(MARO_EXIT_SOFTWARE, "out of memory");
 		}
 		if (!stop) {
@@ -341,10 +297,10 @@ main(int argc, char **argv)
 				stop = dispatch(&d, &ran);
 			while (ran && !stop);
 		}
-		for (i = 0; i < d.nh; i++) {
-			struct maro_handler *co = &d.h[i].run;
+		for (i = 0; i < d.hs.n; i++) {
+			struct maro_handler *co = &d.hs.h[i].run;
 
-			if (d.h[i].mode != MODE_CO || co->pid <= 0 || (k = maro_handler_co_pump(&d.x, co)) >= 0)
+			if (d.hs.h[i].mode != MARO_HANDLER_CO || co->pid <= 0 || (k = maro_handler_co_pump(&d.x, co)) >= 0)
 				continue;
 			if (k == -2) {
 				status = MARO_EXIT_DATAERR;	/* said; it is stopped below */
@@ -370,12 +326,7 @@ main(int argc, char **argv)
 		maro_tool_beat(d.c, d.x.ib, now, &d.next_hb);
 		if (!stop && d.hold.n < MAX_HELD)
 			items[nitems++] = (zmq_pollitem_t){ maro_inbox_pollable(d.x.ib), 0, ZMQ_POLLIN, 0 };
-		for (i = 0; i < d.nh; i++)
-			if (d.h[i].mode == MODE_CO && d.h[i].run.pid > 0) {
-				items[nitems++] = (zmq_pollitem_t){ NULL, d.h[i].run.out, ZMQ_POLLIN, 0 };
-				if (d.h[i].run.wbuf.len)
-					items[nitems++] = (zmq_pollitem_t){ NULL, d.h[i].run.in, ZMQ_POLLOUT, 0 };
-			}
+		nitems += maro_handler_set_pollitems(&d.hs, items + nitems);
 		nitems += maro_outbox_pollitems(d.x.ob, items + nitems, 1024);
 		wake = maro_tool_wake(d.x.ob, deadline, d.next_hb);
 		if (maro_inbox_ack_deadline(d.x.ib) < wake)
@@ -387,9 +338,7 @@ main(int argc, char **argv)
 	}
 	/* coprocesses: close their input, let them finish, reap them; requests they never
 	 * answered stay unacknowledged: their senders keep them */
-	for (i = 0; i < d.nh; i++)
-		if (d.h[i].mode != MODE_EXIT)
-			maro_handler_free(&d.h[i].run);
+	maro_handler_set_free(&d.hs);
 	/* replies already queued (their requests may be acknowledged): a moment to deliver them */
 	if (maro_signal && maro_outbox_pending(d.x.ob)) {
 		int64_t until = maro_now_us() + SIGNAL_GRACE_US;

@@ -725,3 +725,67 @@ maro_handler_free(struct maro_handler *h)
 	maro_child_env_free(h->env);
 	memset(h, 0, sizeof *h);
 }
+
+int
+maro_handler_set_start(struct maro_handler_set *s, struct maro_handler_host *x, struct maro_err *err)
+{
+	for (int i = 0; i < s->n; i++) {
+		struct maro_handler_entry *e = &s->h[i];
+
+		if (e->mode != MARO_HANDLER_EXIT &&
+		    maro_handler_init(&e->run, x, e->run.text, e->run.cmd, e->mode == MARO_HANDLER_CO) < 0) {
+			snprintf(err->msg, sizeof err->msg, "out of memory");
+			return -1;
+		}
+		if (e->mode == MARO_HANDLER_CO && maro_handler_co_start(x, &e->run, err) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+int
+maro_handler_set_resent(void *arg, const struct maro_delivery *dl)
+{
+	struct maro_handler_set *s = arg;
+
+	for (int i = 0; i < s->n; i++)
+		if (s->h[i].mode == MARO_HANDLER_CO && maro_handler_co_resent(&s->h[i].run, dl))
+			return 1;
+	return 0;
+}
+
+int
+maro_handler_set_untaken(const struct maro_handler_set *s, const struct maro_msg *m)
+{
+	struct maro_event_msg em = { m->source, m->tag };
+
+	if (m->type != MARO_SESSION_TASK || m->stage != MARO_STAGE_REQUEST)
+		return 0;
+	for (int i = 0; i < s->n; i++)
+		for (int u = 0; u < s->h[i].ev.nunits; u++)
+			if (maro_event_unit_matches(&s->h[i].ev.units[u], &em))
+				return 0;
+	return 1;
+}
+
+int
+maro_handler_set_pollitems(const struct maro_handler_set *s, zmq_pollitem_t *items)
+{
+	int n = 0;
+
+	for (int i = 0; i < s->n; i++)
+		if (s->h[i].mode == MARO_HANDLER_CO && s->h[i].run.pid > 0) {
+			items[n++] = (zmq_pollitem_t){ NULL, s->h[i].run.out, ZMQ_POLLIN, 0 };
+			if (s->h[i].run.wbuf.len)
+				items[n++] = (zmq_pollitem_t){ NULL, s->h[i].run.in, ZMQ_POLLOUT, 0 };
+		}
+	return n;
+}
+
+void
+maro_handler_set_free(struct maro_handler_set *s)
+{
+	for (int i = 0; i < s->n; i++)
+		if (s->h[i].mode != MARO_HANDLER_EXIT)
+			maro_handler_free(&s->h[i].run);
+}

@@ -158,4 +158,42 @@ int maro_handler_co_resent(struct maro_handler *h, const struct maro_delivery *d
  */
 void maro_handler_free(struct maro_handler *h);
 
+/*
+ * maro-dist's handlers, in the order given: each an event and what is
+ * done when it holds.  run is set up (maro_handler_set_start) for RUN and
+ * CO, not for EXIT.
+ */
+#define MARO_HANDLER_MAX 32
+enum maro_handler_mode { MARO_HANDLER_RUN, MARO_HANDLER_CO, MARO_HANDLER_EXIT };
+struct maro_handler_set {
+	struct maro_handler_entry {
+		struct maro_event ev;
+		enum maro_handler_mode mode;
+		struct maro_handler run;	/* its command, and its process when a coprocess */
+	} h[MARO_HANDLER_MAX];
+	int n;
+};
+
+/*
+ * Sets up the command of each handler of s and starts the coprocesses, in
+ * order.  0, or -1 at the first that fails (why in err: "out of memory"
+ * for ENOMEM).
+ */
+int maro_handler_set_start(struct maro_handler_set *s, struct maro_handler_host *x, struct maro_err *err);
+/* A resent copy of a request a coprocess of set s has (a maro_hold_put callback).  1 when found. */
+int maro_handler_set_resent(void *s, const struct maro_delivery *dl);
+/*
+ * Is m a task request that no unit of any handler's event of s matches
+ * (source and tag), that none will ever take?  1 when it is.
+ */
+int maro_handler_set_untaken(const struct maro_handler_set *s, const struct maro_msg *m);
+/*
+ * Fills items with what the running coprocesses of s wait for: their
+ * output, and their input while bytes wait for it.  Returns how many (at
+ * most two a handler).
+ */
+int maro_handler_set_pollitems(const struct maro_handler_set *s, zmq_pollitem_t *items);
+/* Frees the handlers of s (maro_handler_free): coprocesses closed, stopped and reaped. */
+void maro_handler_set_free(struct maro_handler_set *s);
+
 #endif
