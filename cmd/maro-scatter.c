@@ -9,7 +9,6 @@
  * (destination, payload) pairs).
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,8 +66,7 @@ struct scatter {
 	int64_t progress_every;	/* --progress: a line this often (us), whatever stderr is; 0: off */
 	int64_t next_progress;
 	const char *failed_path;
-	struct maro_writer failed_w;	/* --failed: the requests given up */
-	int failed_fd;
+	struct maro_writer failed_w;	/* --failed: the requests given up (fd -1: none) */
 	const char *log_path;
 	int resume;
 	struct maro_joblog_file log;	/* --joblog: a record per task ended, written out each round */
@@ -125,7 +123,7 @@ given_up(void *arg, size_t i, const struct maro_workq_task *t, const char *why)
 	record(s, t, NULL, 0, why);
 	/* --failed: the request as a new message, to be sent again */
 	b.len = 0;
-	if (s->failed_fd >= 0) {
+	if (s->failed_w.fd >= 0) {
 		if (maro_scatter_unsent(&s->sc, t, why, &b, &err) < 0)
 			maro_die(MARO_EXIT_SOFTWARE, "task at %s %llu: %s", PLACE(s, t->seq), err.msg);
 		if (maro_writer_put(&s->failed_w, b.p, b.len) < 0)
@@ -182,21 +180,6 @@ say_missing(struct scatter *s)
 	}
 }
 
-/*
- * --ordered, at a timeout or a signal: the replies held behind a task that
- * got none are written after all, in the order of their tasks, so that
- * nothing answered (and acknowledged) is lost; the holes are named by
- * say_missing.  In a last second, past -W or a signal.
- */
-static void
-flush_ordered(struct scatter *s)
-{
-	maro_io_interrupt = NULL;
-	maro_deadline = maro_now_us() + 1000000;
-	maro_workq_flush(&s->sc.q);
-	maro_tool_out_flush(&s->out);	/* says what failed; the status is the timeout's */
-}
-
 static void
 own(void *arg, int key, char *val)
 {
@@ -245,7 +228,7 @@ main(int argc, char **argv)
 	int status = MARO_EXIT_OK;
 
 	maro_cli_init(argv[0]);
-	s.failed_fd = s.log.fd = -1;
+	s.failed_w.fd = s.log.fd = -1;
 	sc->q.window = 1;
 	maro_common_init(&cm);
 	maro_opt_parse(&tool, &cm, argc, argv, own, &s);
@@ -263,21 +246,14 @@ main(int argc, char **argv)
 		maro_usage_error("--resume needs --joblog FILE");
 	if (s.log_path && sc->async)
 		maro_usage_error("--joblog needs replies: not with --async");
-	if (s.log_path && maro_joblog_open(&s.log, s.log_path, s.resume, &err) < 0) {
+	if (s.log_path && maro_scatter_joblog(sc, &s.log, s.log_path, s.resume, &err) < 0) {
 		if (errno == EINVAL)
 			maro_die(MARO_EXIT_DATAERR, "'%s' line %llu: %s", s.log_path,
 			    (unsigned long long)err.offset, err.msg);
 		maro_die(MARO_EXIT_UNAVAILABLE, "%s", err.msg);
 	}
-	sc->hash = s.log_path != NULL;
-	sc->resume = s.resume ? &s.log.had : NULL;
-	sc->resume_name = s.log_path;
-	if (s.failed_path) {
-		s.failed_fd = open(s.failed_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-		if (s.failed_fd < 0)
-			maro_die(MARO_EXIT_UNAVAILABLE, "cannot open '%s': %s", s.failed_path, strerror(errno));
-		maro_writer_init(&s.failed_w, s.failed_fd);
-	}
+	if (s.failed_path && maro_writer_open(&s.failed_w, s.failed_path) < 0)
+		maro_die(MARO_EXIT_UNAVAILABLE, "cannot open '%s': %s", s.failed_path, strerror(errno));
 	if (isatty(STDIN_FILENO))
 		maro_warn("reading %s from the terminal", sc->in.tag ? "payload lines" : "CBOR messages");
 
@@ -314,18 +290,10 @@ main(int argc, char **argv)
 		int64_t wake;
 		long ms;
 
-		now = maro_now_us();
-		if (maro_scatter_peers(sc, now, 0) < 0 || maro_scatter_timeouts(sc, now) < 0)
-			maro_die(MARO_EXIT_SOFTWARE, "out of memory");
-		maro_outbox_run(sc->ob);	/* acknowledgements make room */
-		if ((moved = maro_scatter_take(sc, &s.r, QUEUE_MAX)) < 0)
+		if ((moved = maro_scatter_round(sc, &s.r, QUEUE_MAX, maro_now_us())) < 0)
 			maro_die(MARO_EXIT_SOFTWARE, "out of memory");
 		if (sc->input_bad)
 			s.input_status = MARO_EXIT_DATAERR;
-		if ((moved && maro_scatter_peers(sc, now, 1) < 0) || (rc = maro_scatter_dispatch(sc)) < 0)
-			maro_die(MARO_EXIT_SOFTWARE, "out of memory");
-		moved |= rc;
-		maro_outbox_run(sc->ob);
 		/* a peer that refused us for want of the key: its tasks are lost to it; stop */
 		if (maro_cli_report_outbox(sc->ob) == EKEYREJECTED) {
 			status = MARO_EXIT_UNAVAILABLE;
@@ -352,12 +320,7 @@ main(int argc, char **argv)
 			maro_scatter_publish(sc);
 		if (sc->rq.inbox)
 			maro_tool_beat(sc->c, NULL, now, &next_hb);
-		/*
-		 * read only when what was read is used up: reading whenever the
-		 * queue had room buffered the whole input (2 MB for 200k lines,
-		 * without bound for more)
-		 */
-		if (!sc->input_done && sc->want_input && maro_workq_queued(&sc->q) < QUEUE_MAX) {
+		if (maro_scatter_wants_input(sc, QUEUE_MAX)) {
 			stdin_at = nitems;
 			items[nitems++] = (zmq_pollitem_t){ NULL, STDIN_FILENO, ZMQ_POLLIN, 0 };
 		}
@@ -371,12 +334,8 @@ main(int argc, char **argv)
 			ms = 0;
 		maro_tool_poll(sc->c, items, nitems, ms);
 		if (stdin_at >= 0 && (items[stdin_at].revents & (ZMQ_POLLIN | ZMQ_POLLERR)) &&
-		    maro_reader_fill(&s.r) < 0 && errno != EINTR) {
-			snprintf(sc->input_error, sizeof sc->input_error, "error reading standard input: %s",
-			    strerror(errno));
+		    maro_scatter_fill(sc, &s.r) < 0)
 			s.input_status = MARO_EXIT_SOFTWARE;
-			sc->input_done = 1;
-		}
 	}
 	progress(&s, 1);
 	if (status == MARO_EXIT_TIMEOUT || maro_signal) {
@@ -384,8 +343,11 @@ main(int argc, char **argv)
 
 		if (!sc->async)
 			say_missing(&s);
-		if (sc->q.ordered)
-			flush_ordered(&s);
+		/* --ordered: the replies held behind the holes say_missing named */
+		if (sc->q.ordered) {
+			maro_scatter_flush_held(sc);
+			maro_tool_out_flush(&s.out);	/* says what failed; the status is the timeout's */
+		}
 		if (status == MARO_EXIT_TIMEOUT) {
 			if (!s.quiet)
 				maro_warn("timed out: %zu of %zu tasks %s", missing, sc->q.ntasks,
@@ -407,12 +369,11 @@ main(int argc, char **argv)
 		status = s.input_status;
 	if (sc->input_error[0])
 		maro_warn("%s", sc->input_error);
-	if (s.failed_fd >= 0 && (maro_writer_flush(&s.failed_w) < 0 || close(s.failed_fd) < 0)) {
+	if (s.failed_w.fd >= 0 && maro_writer_close(&s.failed_w) < 0) {
 		maro_warn("error writing '%s': %s", s.failed_path, strerror(errno));
 		if (status == MARO_EXIT_OK || status == MARO_EXIT_TASKS_FAILED)
 			status = MARO_EXIT_SOFTWARE;
 	}
-	s.failed_fd = -1;
 	if (s.log.fd >= 0 && maro_joblog_close(&s.log) < 0) {
 		maro_warn("error writing '%s': %s", s.log_path, strerror(errno));
 		if (status == MARO_EXIT_OK || status == MARO_EXIT_TASKS_FAILED)
@@ -428,10 +389,9 @@ out:
 	maro_reader_free(&s.r);
 	maro_ctx_close(sc->c);
 	maro_tool_out_free(&s.out);
-	if (s.failed_fd >= 0)
-		close(s.failed_fd);
-	if (s.failed_path)
-		maro_writer_free(&s.failed_w);
+	if (s.failed_w.fd >= 0)
+		close(s.failed_w.fd);
+	maro_writer_free(&s.failed_w);
 	s.log.w.buf.len = 0;	/* here early: its records may be of replies not written */
 	maro_joblog_close(&s.log);
 	return status;

@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <stdio.h>
@@ -507,6 +508,28 @@ void
 maro_writer_free(struct maro_writer *w)
 {
 	maro_buf_free(&w->buf);
+}
+
+int
+maro_writer_open(struct maro_writer *w, const char *path)
+{
+	maro_writer_init(w, open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666));
+	return w->fd < 0 ? -1 : 0;
+}
+
+int
+maro_writer_close(struct maro_writer *w)
+{
+	int rc = maro_writer_flush(w), keep = errno;
+
+	if (close(w->fd) < 0 && rc == 0) {
+		rc = -1;
+		keep = errno;
+	}
+	maro_writer_free(w);
+	w->fd = -1;
+	errno = keep;
+	return rc;
 }
 
 /*

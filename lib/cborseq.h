@@ -164,5 +164,15 @@ void maro_writer_free(struct maro_writer *w);
 int maro_writer_put(struct maro_writer *w, const void *p, size_t n);
 /* Writes out everything buffered.  0 or -1 with errno. */
 int maro_writer_flush(struct maro_writer *w);
+/*
+ * A writer to the file at path, created or truncated (0666, less the
+ * umask).  0, or -1 with errno, w->fd then -1.
+ */
+int maro_writer_open(struct maro_writer *w, const char *path);
+/*
+ * Writes out what w holds, closes its file and frees w (w->fd then -1).
+ * 0, or -1 with the errno of what failed first.
+ */
+int maro_writer_close(struct maro_writer *w);
 
 #endif

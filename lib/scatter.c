@@ -498,3 +498,61 @@ maro_scatter_unsent(const struct maro_scatter *sc, const struct maro_workq_task 
 	maro_buf_free(&note);
 	return rc;
 }
+
+int
+maro_scatter_round(struct maro_scatter *sc, struct maro_reader *r, size_t max, int64_t now)
+{
+	int moved, rc = 0;
+
+	if (maro_scatter_peers(sc, now, 0) < 0 || maro_scatter_timeouts(sc, now) < 0)
+		return -1;
+	maro_outbox_run(sc->ob);	/* acknowledgements make room */
+	if ((moved = maro_scatter_take(sc, r, max)) < 0)
+		return -1;
+	if ((moved && maro_scatter_peers(sc, now, 1) < 0) || (rc = maro_scatter_dispatch(sc)) < 0)
+		return -1;
+	maro_outbox_run(sc->ob);
+	return moved | rc;
+}
+
+int
+maro_scatter_wants_input(const struct maro_scatter *sc, size_t max)
+{
+	/*
+	 * read only when what was read is used up: reading whenever the
+	 * queue had room buffered the whole input (2 MB for 200k lines,
+	 * without bound for more)
+	 */
+	return !sc->input_done && sc->want_input && maro_workq_queued(&sc->q) < max;
+}
+
+int
+maro_scatter_fill(struct maro_scatter *sc, struct maro_reader *r)
+{
+	if (maro_reader_fill(r) >= 0 || errno == EINTR)
+		return 0;
+	snprintf(sc->input_error, sizeof sc->input_error, "error reading standard input: %s",
+	    strerror(errno));
+	sc->input_done = 1;
+	return -1;
+}
+
+int
+maro_scatter_joblog(struct maro_scatter *sc, struct maro_joblog_file *log, const char *path,
+    int resume, struct maro_err *err)
+{
+	if (maro_joblog_open(log, path, resume, err) < 0)
+		return -1;
+	sc->hash = 1;
+	sc->resume = resume ? &log->had : NULL;
+	sc->resume_name = path;
+	return 0;
+}
+
+void
+maro_scatter_flush_held(struct maro_scatter *sc)
+{
+	maro_io_interrupt = NULL;
+	maro_deadline = maro_now_us() + 1000000;
+	maro_workq_flush(&sc->q);
+}

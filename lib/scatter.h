@@ -132,5 +132,33 @@ int maro_scatter_unsent(const struct maro_scatter *sc, const struct maro_workq_t
     const char *why, struct maro_buf *out, struct maro_err *err);
 /* The earlier of wake and when the engine has something to do next. */
 int64_t maro_scatter_wake(const struct maro_scatter *sc, int64_t wake);
+/*
+ * One turn of the engine: the peers looked up, the tasks timed out, the
+ * acknowledgements read, the input read ahead (maro_scatter_take, at most
+ * max queued), work given (maro_scatter_dispatch) and sent.  1 if a task
+ * moved, 0 if not, -1 with ENOMEM.
+ */
+int maro_scatter_round(struct maro_scatter *sc, struct maro_reader *r, size_t max, int64_t now);
+/* Is standard input to be read now, with at most max tasks queued? 1 when it is. */
+int maro_scatter_wants_input(const struct maro_scatter *sc, size_t max);
+/*
+ * Reads what standard input has into r; a read that fails ends the input,
+ * said in sc->input_error.  0, or -1 with errno then.
+ */
+int maro_scatter_fill(struct maro_scatter *sc, struct maro_reader *r);
+/*
+ * --joblog: opens the job log at path into log (maro_joblog_open), the
+ * tasks hashed for it and, with resume, checked against what it had.  0,
+ * or -1 as maro_joblog_open.
+ */
+int maro_scatter_joblog(struct maro_scatter *sc, struct maro_joblog_file *log, const char *path,
+    int resume, struct maro_err *err);
+/*
+ * At a timeout or a signal, with q.ordered: the replies held behind a task
+ * that got none go out after all (q.put), in the order of their tasks, so
+ * that nothing answered (and acknowledged) is lost.  Within a last
+ * second, past -W or a signal.
+ */
+void maro_scatter_flush_held(struct maro_scatter *sc);
 
 #endif
