@@ -1,5 +1,7 @@
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -197,6 +199,39 @@ test_writer(void)
 	close(full);
 }
 
+/* a writer to a file: created or truncated, written out and freed at close, where a write's error shows */
+static void
+test_writer_file(void)
+{
+	char dir[] = "/tmp/maro-unit-writer.XXXXXX", path[64], back[8];
+	struct maro_writer w;
+	int fd;
+
+	if (!mkdtemp(dir)) {
+		CHECK(!"mkdtemp");
+		return;
+	}
+	snprintf(path, sizeof path, "%s/f", dir);
+	errno = 0;
+	CHECK(maro_writer_open(&w, dir) < 0 && errno == EISDIR && w.fd == -1);
+	maro_writer_free(&w);
+	CHECK(maro_writer_open(&w, path) == 0 && w.fd >= 0);
+	CHECK(maro_writer_put(&w, "abc", 3) == 0 && w.buf.len == 3);
+	CHECK(maro_writer_close(&w) == 0 && w.fd == -1 && !w.buf.p);
+	fd = open(path, O_RDONLY);
+	CHECK(fd >= 0 && read(fd, back, sizeof back) == 3 && !memcmp(back, "abc", 3));
+	close(fd);
+	CHECK(maro_writer_open(&w, path) == 0 && maro_writer_close(&w) == 0);
+	fd = open(path, O_RDONLY);
+	CHECK(fd >= 0 && read(fd, back, sizeof back) == 0);
+	close(fd);
+	CHECK(maro_writer_open(&w, "/dev/full") == 0 && maro_writer_put(&w, "ab", 2) == 0);
+	errno = 0;
+	CHECK(maro_writer_close(&w) < 0 && errno == ENOSPC && w.fd == -1);
+	unlink(path);
+	rmdir(dir);
+}
+
 void
 test_cborseq(void)
 {
@@ -205,4 +240,5 @@ test_cborseq(void)
 	test_resume();
 	test_reader();
 	test_writer();
+	test_writer_file();
 }
