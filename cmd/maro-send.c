@@ -13,6 +13,7 @@
 #include "expect.h"
 #include "maro.h"
 #include "reply.h"
+#include "send.h"
 #include "session.h"
 
 enum { OPT_JSON = 256, OPT_TASK, OPT_NOTIFICATION, OPT_ASYNC, OPT_NO_WAIT };
@@ -49,14 +50,9 @@ static const struct maro_tool tool = {
 };
 
 struct sender {
-	struct maro_ctx *c;
-	struct maro_outbox *ob;
-	struct maro_requester rq;	/* rq.inbox is NULL until a request needs it */
-	const char *name;
-	int async, quiet;
+	struct maro_send t;	/* the outbox, the requester, the peers given (lib/send) */
+	int quiet;
 	int no_wait;		/* best effort: sent once, no acknowledgement awaited */
-	char **peers;
-	size_t npeers;
 	struct maro_tool_out out;
 	uint64_t delivered, failed, replies_got, reported;
 	uint64_t no_handler, task_failed;	/* failure replies (maro(7), SESSIONS) */
@@ -70,7 +66,7 @@ on_ack(void *arg, const char *dest, const uint8_t *p, size_t n)
 
 	(void)dest;
 	s->delivered++;
-	if (s->async)
+	if (s->t.async)
 		maro_tool_out_put(&s->out, p, n);
 }
 
@@ -98,8 +94,8 @@ on_fail(void *arg, const char *dest, const uint8_t *p, size_t n, const char *why
 	s->failed++;
 	say_undelivered(s, dest, p, n, why);
 	/* a request that never arrived is owed no reply */
-	if (maro_msg_decode(&m, p, n, &err) == 0 && s->rq.inbox)
-		maro_requester_forget(&s->rq, m.session_id);
+	if (maro_msg_decode(&m, p, n, &err) == 0 && s->t.rq.inbox)
+		maro_requester_forget(&s->t.rq, m.session_id);
 }
 
 static void
@@ -117,74 +113,35 @@ missing_one(void *arg, const char *key, size_t len, unsigned count)
 		maro_warn("no reply in session %.*s%s", (int)len, key, count > 1 ? " (several missing)" : "");
 }
 
-static void
-stage(struct sender *s, const char *dest, const struct maro_msg *m)
-{
-	if (maro_outbox_stage(s->ob, dest, m) < 0)
-		maro_die(MARO_EXIT_SOFTWARE, "cannot queue a message for '%s': %s", dest, strerror(errno));
-}
-
 /* Puts staged messages into the outbox until a window is full.  1 when all went. */
 static int
 flush_staged(struct sender *s)
 {
 	char dest[MARO_NAME_MAX + 1];
-	int rc = maro_outbox_flush(s->ob, dest);
+	int rc = maro_outbox_flush(s->t.ob, dest);
 
 	if (rc < 0)
 		maro_die(MARO_EXIT_SOFTWARE, "cannot queue a message for '%s': %s", dest, strerror(errno));
 	return rc;
 }
 
-/* MARO_MAX_PENDING sessions await replies: read no more input until some come. */
-static int
-too_many_owed(const struct sender *s)
-{
-	return s->rq.inbox && maro_requester_owed(&s->rq) >= s->c->max_pending;
-}
-
-/* One input message: fill it in, route it, stage a copy per destination.  0, or -1 with err. */
+/* One input message, taken (lib/send); what cannot be is said here.  0, or -1 with err. */
 static int
 take(struct sender *s, const uint8_t *p, size_t n, struct maro_err *err)
 {
-	struct maro_msg m;
-	char ids[2][MARO_UUID_LEN + 1];
-	const char *one[1];
-	char route[MARO_NAME_MAX + 1];
-	const char *const *targets = (const char *const *)s->peers;
-	size_t ntargets = s->npeers, i;
-	int request;
+	char why[512];
 
-	if (maro_msg_decode(&m, p, n, err) < 0)
+	switch (maro_send_take(&s->t, p, n, err, why, sizeof why)) {
+	case MARO_SEND_BAD:
 		return -1;
-	maro_msg_fill(&m, s->name, ids);
-	request = m.type == MARO_SESSION_TASK && m.stage == MARO_STAGE_REQUEST;
-	if (request && !m.reply_to.p) {
-		char why[512];
-
-		if (!s->async) {
-			if (maro_requester_reply_to(&s->rq, s->c, &m, s->name, why, sizeof why) < 0)
-				maro_die(MARO_EXIT_UNAVAILABLE, "cannot open a reply inbox: %s", why);
-		} else if (s->name) {
-			m.reply_to = maro_str_c(s->name);
-		} else {
-			maro_usage_error("task requests sent with --async or --no-wait need a name for their replies (-n NAME)");
-		}
-	}
-	if (!ntargets) {
-		if (maro_route_of(&m, route, err) < 0)
-			return -1;
-		one[0] = route;
-		targets = one;
-		ntargets = 1;
-	}
-	for (i = 0; i < ntargets; i++) {
-		if (s->npeers)
-			m.destination = maro_str_c(targets[i]);
-		stage(s, targets[i], &m);
-		if (request && !s->async && maro_str_eq(m.reply_to, s->rq.name) &&
-		    maro_requester_expect(&s->rq, m.session_id, 1) < 0)
-			maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+	case MARO_SEND_INBOX:
+		maro_die(MARO_EXIT_UNAVAILABLE, "cannot open a reply inbox: %s", why);
+	case MARO_SEND_NO_NAME:
+		maro_usage_error("task requests sent with --async or --no-wait need a name for their replies (-n NAME)");
+	case MARO_SEND_QUEUE:
+		maro_die(MARO_EXIT_SOFTWARE, "cannot queue a message for '%s': %s", why, strerror(errno));
+	case MARO_SEND_NOMEM:
+		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
 	}
 	return 0;
 }
@@ -196,9 +153,9 @@ drain_replies(struct sender *s)
 	char why[512];
 	int k;
 
-	while (maro_requester_next(&s->rq, &d) == 1) {
+	while (maro_requester_next(&s->t.rq, &d) == 1) {
 		/* a reply proves its request arrived, acknowledged or not */
-		maro_outbox_settle_reply(s->ob, &d.msg);
+		maro_outbox_settle_reply(s->t.ob, &d.msg);
 		/* a failure reply: the task failed, said, not written out */
 		if ((k = maro_reply_failure_say(&d.msg, why, sizeof why)) != 0)
 			maro_warn("%s", why);
@@ -208,7 +165,7 @@ drain_replies(struct sender *s)
 			maro_tool_out_put(&s->out, d.p, d.n);
 		if (s->out.error)
 			return;
-		maro_inbox_done(s->rq.inbox, &d);
+		maro_inbox_done(s->t.rq.inbox, &d);
 		s->replies_got++;
 	}
 }
@@ -225,14 +182,14 @@ own(void *arg, int key, char *val)
 	struct args *a = arg;
 
 	switch (key) {
-	case 'p': maro_strv_push(&a->s->peers, &a->s->npeers, val); break;
+	case 'p': maro_strv_push(&a->s->t.peers, &a->s->t.npeers, val); break;
 	case 't': a->b->tag = val; a->from_flags = 1; break;
 	case 'd': maro_strv_push(&a->b->data, &a->b->ndata, val); break;
 	case OPT_JSON: a->b->json = val; break;
 	case OPT_TASK: a->b->notification = 0; break;
 	case OPT_NOTIFICATION: a->b->notification = 1; break;
-	case OPT_ASYNC: a->s->async = 1; break;
-	case OPT_NO_WAIT: a->s->async = a->s->no_wait = 1; break;
+	case OPT_ASYNC: a->s->t.async = 1; break;
+	case OPT_NO_WAIT: a->s->t.async = a->s->no_wait = 1; break;
 	}
 }
 
@@ -256,44 +213,44 @@ main(int argc, char **argv)
 	memset(&in, 0, sizeof in);
 	maro_common_init(&cm);
 	maro_opt_parse(&tool, &cm, argc, argv, own, &a);
-	s.name = cm.name;
+	s.t.name = cm.name;
 	s.quiet = cm.quiet;
 	prefix = cm.prefix;
 	if ((b.ndata || b.json) && !b.tag)
 		maro_usage_error("-d and --json need -t TAG");
 	if (b.ndata && b.json)
 		maro_usage_error("-d and --json do not go together");
-	if (prefix && s.npeers)
+	if (prefix && s.t.npeers)
 		maro_usage_error("-p and -P do not go together");
-	for (size_t i = 0; i < s.npeers; i++)
-		if (!maro_name_valid(s.peers[i]))
-			maro_usage_error("invalid peer name '%s'", s.peers[i]);
+	for (size_t i = 0; i < s.t.npeers; i++)
+		if (!maro_name_valid(s.t.peers[i]))
+			maro_usage_error("invalid peer name '%s'", s.t.peers[i]);
 	if (a.from_flags) {
-		b.source = s.name;
+		b.source = s.t.name;
 		if (maro_build_messages(&b, &built, errbuf, sizeof errbuf) < 0)
 			maro_usage_error("%s", errbuf);
 	} else if (isatty(STDIN_FILENO)) {
 		maro_warn("reading CBOR messages from the terminal (build them with -t, or pipe maro-msg)");
 	}
 
-	s.c = maro_tool_open(&cm, &deadline);
-	if ((status = maro_tool_expect(s.c, &cm, deadline)) != 0)
+	s.t.c = maro_tool_open(&cm, &deadline);
+	if ((status = maro_tool_expect(s.t.c, &cm, deadline)) != 0)
 		goto out;
-	k = prefix ? maro_registry_names(s.c->reg, prefix, &s.peers, &s.npeers) : 1;
+	k = prefix ? maro_registry_names(s.t.c->reg, prefix, &s.t.peers, &s.t.npeers) : 1;
 	if (k < 0)
 		maro_die(errno == ENOMEM ? MARO_EXIT_SOFTWARE : MARO_EXIT_UNAVAILABLE, "%s",
-		    errno == ENOMEM ? "out of memory" : maro_registry_error(s.c->reg));
+		    errno == ENOMEM ? "out of memory" : maro_registry_error(s.t.c->reg));
 	if (k == 0)
 		maro_die(MARO_EXIT_UNAVAILABLE, "no live peer matches '%s'", prefix);
-	s.ob = maro_outbox_new(s.c, on_fail, on_ack, &s);
-	if (!s.ob)
+	s.t.ob = maro_outbox_new(s.t.c, on_fail, on_ack, &s);
+	if (!s.t.ob)
 		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
 	maro_tool_out_init(&s.out, cm.format);
 	if (a.from_flags)
 		maro_input_init_mem(&in, built.p, built.len);
 	else
-		maro_input_init(&in, MARO_INPUT_CBOR, STDIN_FILENO, &s.c->limits);
-	next_hb = maro_tool_next_beat(s.c, maro_now_us());
+		maro_input_init(&in, MARO_INPUT_CBOR, STDIN_FILENO, &s.t.c->limits);
+	next_hb = maro_tool_next_beat(s.t.c, maro_now_us());
 
 	for (;;) {
 		zmq_pollitem_t items[260];
@@ -302,9 +259,9 @@ main(int argc, char **argv)
 		long ms;
 
 		/* acknowledgements first: they make room for more input */
-		maro_outbox_run(s.ob);
+		maro_outbox_run(s.t.ob);
 		/* take input while every window has room and replies are not too far behind */
-		while (!input_done && flush_staged(&s) && !too_many_owed(&s)) {
+		while (!input_done && flush_staged(&s) && !maro_send_full(&s.t)) {
 			const uint8_t *p;
 			size_t n;
 			uint64_t off;
@@ -330,46 +287,46 @@ main(int argc, char **argv)
 			}
 		}
 		/* all sent: what is left is waiting for acks, which receivers then send at once */
-		if (input_done && maro_outbox_staged(s.ob) == 0)
-			maro_outbox_prompt(s.ob);
-		maro_outbox_run(s.ob);
-		if (maro_cli_report_outbox(s.ob) == EKEYREJECTED)
+		if (input_done && maro_outbox_staged(s.t.ob) == 0)
+			maro_outbox_prompt(s.t.ob);
+		maro_outbox_run(s.t.ob);
+		if (maro_cli_report_outbox(s.t.ob) == EKEYREJECTED)
 			s.refused = 1;
-		if (s.rq.inbox)
+		if (s.t.rq.inbox)
 			drain_replies(&s);
 		/*
 		 * that run may have read the acknowledgement of everything in
 		 * flight: then nothing more will come to wake the poll, and
 		 * what waits staged must go now
 		 */
-		again = maro_outbox_staged(s.ob) && flush_staged(&s);
+		again = maro_outbox_staged(s.t.ob) && flush_staged(&s);
 		if ((status = maro_tool_out_flush(&s.out)) != 0)
 			goto out;
-		if (s.rq.inbox)
-			maro_inbox_flush(s.rq.inbox);
-		if (input_done && maro_outbox_staged(s.ob) == 0 && maro_outbox_pending(s.ob) == 0 &&
-		    maro_requester_owed(&s.rq) == 0)
+		if (s.t.rq.inbox)
+			maro_inbox_flush(s.t.rq.inbox);
+		if (input_done && maro_outbox_staged(s.t.ob) == 0 && maro_outbox_pending(s.t.ob) == 0 &&
+		    maro_requester_owed(&s.t.rq) == 0)
 			break;
 		/* --no-wait: each message went once to its peer's connection */
-		if (s.no_wait && input_done && maro_outbox_staged(s.ob) == 0 && maro_outbox_unsent(s.ob) == 0)
+		if (s.no_wait && input_done && maro_outbox_staged(s.t.ob) == 0 && maro_outbox_unsent(s.t.ob) == 0)
 			break;
 		if ((status = maro_tool_stop(deadline)) != 0)
 			break;
 		now = maro_now_us();
-		if (s.rq.inbox)
-			maro_tool_beat(s.c, NULL, now, &next_hb);
-		if (!input_done && !a.from_flags && maro_outbox_staged(s.ob) == 0 && !too_many_owed(&s)) {
+		if (s.t.rq.inbox)
+			maro_tool_beat(s.t.c, NULL, now, &next_hb);
+		if (!input_done && !a.from_flags && maro_outbox_staged(s.t.ob) == 0 && !maro_send_full(&s.t)) {
 			stdin_at = nitems;
 			items[nitems++] = (zmq_pollitem_t){ NULL, STDIN_FILENO, ZMQ_POLLIN, 0 };
 		}
-		if (s.rq.inbox)
-			items[nitems++] = (zmq_pollitem_t){ maro_inbox_pollable(s.rq.inbox), 0, ZMQ_POLLIN, 0 };
-		nitems += maro_outbox_pollitems(s.ob, items + nitems, 256);
-		wake = maro_tool_wake(s.ob, deadline, s.rq.inbox ? next_hb : INT64_MAX);
+		if (s.t.rq.inbox)
+			items[nitems++] = (zmq_pollitem_t){ maro_inbox_pollable(s.t.rq.inbox), 0, ZMQ_POLLIN, 0 };
+		nitems += maro_outbox_pollitems(s.t.ob, items + nitems, 256);
+		wake = maro_tool_wake(s.t.ob, deadline, s.t.rq.inbox ? next_hb : INT64_MAX);
 		ms = maro_wait_ms(wake);
 		if (again)
 			ms = 0;
-		maro_tool_poll(s.c, items, nitems, ms);
+		maro_tool_poll(s.t.c, items, nitems, ms);
 		if (stdin_at >= 0 && (items[stdin_at].revents & (ZMQ_POLLIN | ZMQ_POLLERR))) {
 			if (maro_input_fill(&in) < 0 && errno != EAGAIN && errno != EINTR) {
 				snprintf(input_error, sizeof input_error, "error reading standard input: %s",
@@ -381,27 +338,27 @@ main(int argc, char **argv)
 	}
 
 	if (s.no_wait && status == MARO_EXIT_TIMEOUT) {
-		size_t unsent = maro_outbox_unsent(s.ob);
+		size_t unsent = maro_outbox_unsent(s.t.ob);
 
 		if (!s.quiet)
 			maro_warn("timed out: %zu message%s not sent%s", unsent, unsent == 1 ? "" : "s",
-			    maro_outbox_staged(s.ob) || !input_done ? ", and more not read" : "");
+			    maro_outbox_staged(s.t.ob) || !input_done ? ", and more not read" : "");
 		/* some went: incomplete; none: a timeout */
-		if (s.delivered || maro_outbox_pending(s.ob) > unsent)
+		if (s.delivered || maro_outbox_pending(s.t.ob) > unsent)
 			status = MARO_EXIT_INCOMPLETE;
 	} else if (status == MARO_EXIT_TIMEOUT || maro_signal || s.failed) {
-		size_t undelivered = maro_outbox_pending(s.ob) + s.failed;
-		size_t missing = maro_requester_owed(&s.rq);
+		size_t undelivered = maro_outbox_pending(s.t.ob) + s.failed;
+		size_t missing = maro_requester_owed(&s.t.rq);
 
-		maro_outbox_foreach_pending(s.ob, pending_one, &s);
-		maro_strset_foreach(&s.rq.owed, missing_one, &s);
+		maro_outbox_foreach_pending(s.t.ob, pending_one, &s);
+		maro_strset_foreach(&s.t.rq.owed, missing_one, &s);
 		if (!s.quiet && s.reported > 20)
 			maro_warn("%llu messages reported in all", (unsigned long long)s.reported);
 		if (status == MARO_EXIT_TIMEOUT && (undelivered || missing)) {
 			if (!s.quiet)
 				maro_warn("timed out: %zu not delivered, %zu replies missing", undelivered, missing);
 			/* replies were awaited: none at all is a timeout, some is incomplete */
-			if (s.rq.inbox ? s.replies_got > 0 : s.delivered > 0)
+			if (s.t.rq.inbox ? s.replies_got > 0 : s.delivered > 0)
 				status = MARO_EXIT_INCOMPLETE;
 		} else if (status == MARO_EXIT_OK) {
 			status = MARO_EXIT_INCOMPLETE;
@@ -417,21 +374,21 @@ main(int argc, char **argv)
 	if (input_error[0])
 		maro_warn("%s", input_error);
 	maro_info("%llu delivered, %llu resent, %llu replies", (unsigned long long)s.delivered,
-	    (unsigned long long)maro_outbox_resent(s.ob), (unsigned long long)s.replies_got);
+	    (unsigned long long)maro_outbox_resent(s.t.ob), (unsigned long long)s.replies_got);
 out:
 	/* what went to a connection gets a last moment to leave it, within -W */
-	if (s.no_wait && s.ob)
-		maro_outbox_linger(s.ob, (int)(maro_budget_us(1000000, 0) / 1000));
-	maro_outbox_free(s.ob);
-	maro_requester_close(&s.rq);
-	maro_ctx_close(s.c);
+	if (s.no_wait && s.t.ob)
+		maro_outbox_linger(s.t.ob, (int)(maro_budget_us(1000000, 0) / 1000));
+	maro_outbox_free(s.t.ob);
+	maro_requester_close(&s.t.rq);
+	maro_ctx_close(s.t.c);
 	maro_tool_out_free(&s.out);
 	maro_input_free(&in);
 	maro_buf_free(&built);
 	if (prefix)
-		for (size_t i = 0; i < s.npeers; i++)
-			free(s.peers[i]);	/* -P names were copied */
-	free(s.peers);
+		for (size_t i = 0; i < s.t.npeers; i++)
+			free(s.t.peers[i]);	/* -P names were copied */
+	free(s.t.peers);
 	free(b.data);
 	maro_common_free(&cm);
 	return status;
