@@ -29,6 +29,7 @@ void test_jobs(void);
 void test_input(void);
 void test_workq(void);
 void test_stats(void);
+void test_scheduler(void);
 
 /* Fixtures the bats suites run as "unit-tests NAME ARGS". */
 int fixture_hostile(const char *endpoint);
