@@ -175,6 +175,8 @@ setup() {
 	# the job's directory lands here, where the test can see it go
 	export TMPDIR=$BATS_TEST_TMPDIR
 	cd "$BATS_TEST_TMPDIR"
+	# the page's examples run from the top of the source tree
+	ln -s "$MARO_TOP/scripts" scripts
 }
 
 teardown() {
@@ -213,6 +215,17 @@ leftovers() {
 	done
 }
 
+# example N: the Nth literal block of maro-slurm(7)'s EXAMPLES, as a shell
+# reads it (\e is a backslash, \& nothing)
+example() {
+	awk -v want="$1" '
+		/^\.Sh / { inex = ($2 == "EXAMPLES") }
+		inex && /^\.Bd -literal/ { n++; inblk = (n == want); next }
+		/^\.Ed/ { inblk = 0; next }
+		inblk { gsub(/\\e/, "\\"); gsub(/\\&/, ""); print }
+	' "$MARO_TOP/man/maro-slurm.7"
+}
+
 # every task of seq N answered once, with its square, in FILE
 answered_once() {
 	[ "$(cut -d' ' -f1 "$2" | sort -n)" = "$(seq "$1")" ] || return 1
@@ -231,8 +244,8 @@ watch_ps() {
 	done
 }
 
-@test "slurm-demo on one machine: a maro-pool of workers on the embedded registry, the same job" {
-	run -0 env MARO_WORKERS=3 timeout 60 sh "$MARO_TOP/scripts/slurm-demo" 1000 answers
+@test "slurm-demo on one machine (maro-slurm(7)'s example): a maro-pool of workers on the embedded registry, the same job" {
+	run -0 timeout 60 sh -c "$(example 1)"
 	assert_line "slurm-demo: 3 workers live"
 	assert_line --regexp '^    hosts 1, members 4, '
 	assert_line --regexp '^slurm-demo: 1000 answers from 3 workers in [0-9.]+ s, [0-9]+ tasks/s$'
@@ -248,15 +261,27 @@ watch_ps() {
 	assert_failure
 }
 
+@test "maro-slurm(7)'s own job script on one machine: the squares of 1 to 100" {
+	example 3 > job.sh
+	run -0 env MARO_WORKERS=2 timeout 60 sh job.sh
+	[ "$(sort -n <<< "$output")" = "$(seq 100 | awk '{ print $1 * $1 }')" ] || fail "$output"
+	run ls
+	refute_output --partial maro-job
+}
+
 @test "sbatch slurm-demo over three nodes: 1000 tasks answered once, every node in the broadcast and the status, the job's registry gone at the end, its password in no argv" {
 	local t0 first pass
 	cluster
 	bg 60 bash -c "$(declare -f watch_ps); watch_ps"
 	t0=$(date +%s.%N)
-	submit --nodes=3 --ntasks-per-node=2 "$MARO_TOP/scripts/slurm-demo" 1000 "$PWD/answers"
-	wait_until 40 ended "$job" || fail "job $job: $(cat job.out)"
+	# maro-slurm(7)'s example, as pasted
+	run -0 ctl sh -c "$(example 2)"
+	assert_output --regexp '^Submitted batch job [0-9]+$'
+	job=${output##* }
+	echo "$job" >> jobs
+	wait_until 40 ended "$job" || fail "job $job: $(cat "slurm-$job.out")"
 	kill_bg
-	run -0 cat job.out
+	run -0 cat "slurm-$job.out"
 	assert_line "slurm-demo: 6 workers live"
 	# maro-peers --status: three hosts, each with its two workers
 	assert_line --regexp '^    hosts 3, members 6, '
@@ -270,7 +295,7 @@ watch_ps() {
 	# the barrier: at least 60% of the six (4), each a worker of the job
 	assert_line --regexp '^slurm-demo: 60% barrier passed with (worker\.n[123]\.[0-5] ){4,6}$'
 	assert_line "slurm-demo: stopped"
-	first=$(sed -n 's/^slurm-demo: first answer at //p' job.out)
+	first=$(sed -n 's/^slurm-demo: first answer at //p' "slurm-$job.out")
 	echo "# sbatch to the first answer: $(echo "$first - $t0" | bc) s" >&3
 	# the registry was the job's own, on n1: its password was in no
 	# process's argv while it ran, and the server is gone with its files
@@ -326,6 +351,19 @@ watch_ps() {
 	assert_failure
 	run ls
 	refute_output --partial maro-job
+}
+
+@test "maro-slurm(7)'s own job script under sbatch: eight workers on two nodes, the squares of 1 to 100" {
+	cluster
+	example 3 > job.sh
+	submit job.sh
+	wait_until 40 ended "$job" || fail "job $job: $(cat job.out)"
+	run -0 cat job.out
+	[ "$(sort -n <<< "$output")" = "$(seq 100 | awk '{ print $1 * $1 }')" ] || fail "$output"
+	run -0 ctl scontrol show job -o "$job"
+	assert_output --partial "JobState=COMPLETED"
+	assert_output --partial "NumNodes=2 NumCPUs=8 NumTasks=8"
+	wait_until 15 all_clean || fail "left on the nodes: $(leftovers)"
 }
 
 # Last: the node it kills is down for the rest of the suite.
