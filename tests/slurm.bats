@@ -332,6 +332,9 @@ watch_ps() {
 	wait_until 20 all_clean || fail "left on the nodes: $(leftovers)"
 	run -0 ctl maro-peers -g "slurm-$job" -f json
 	assert_output ''
+	# the master said which of the tasks it sent went unanswered
+	run -0 cat job.out
+	assert_line --regexp '^maro-scatter: no reply in session [0-9a-f-]+ \(task [0-9]+ of the input\)$'
 	run -0 ctl redis-cli -h "${ADDR[ctl]}" -p 6379 --scan --pattern "maro:slurm-$job:*"
 	assert_output ''
 	run ls
@@ -363,6 +366,19 @@ watch_ps() {
 	run -0 ctl scontrol show job -o "$job"
 	assert_output --partial "JobState=COMPLETED"
 	assert_output --partial "NumNodes=2 NumCPUs=8 NumTasks=8"
+	wait_until 15 all_clean || fail "left on the nodes: $(leftovers)"
+}
+
+@test "a job that asks for no tasks gets a worker per allocated CPU: --exclusive on two nodes of 8 CPUs is 16" {
+	cluster
+	# the page's job script without its --ntasks-per-node, saying how many
+	example 3 | sed '/ntasks-per-node/d' > job.sh
+	echo 'echo "workers $MARO_WORKERS"' >> job.sh
+	submit --exclusive job.sh
+	wait_until 40 ended "$job" || fail "job $job: $(cat job.out)"
+	run -0 cat job.out
+	assert_line "workers 16"
+	[ "$(grep -v '^workers' job.out | sort -n)" = "$(seq 100 | awk '{ print $1 * $1 }')" ] || fail "$output"
 	wait_until 15 all_clean || fail "left on the nodes: $(leftovers)"
 }
 
