@@ -226,6 +226,9 @@ example() {
 	' "$MARO_TOP/man/maro-slurm.7"
 }
 
+# in_group GROUP NAME: NAME is live in GROUP
+in_group() { maro-peers -g "$1" -f json | grep -q "\"name\":\"$2\""; }
+
 # every task of seq N answered once, with its square, in FILE
 answered_once() {
 	[ "$(cut -d' ' -f1 "$2" | sort -n)" = "$(seq "$1")" ] || return 1
@@ -259,6 +262,40 @@ watch_ps() {
 	refute_output --partial maro-job
 	run pgrep -f "maro-dist -n worker.%h.%r"
 	assert_failure
+}
+
+@test "identity from Slurm's environment: a name from the rank and node, the group from the job id, below -n, -g and MARO_GROUP" {
+	export MARO_REGISTRY=dir:$BATS_TEST_TMPDIR/registry
+	SLURM_JOB_ID=55 SLURM_PROCID=3 SLURMD_NODENAME=n9 bg 20 maro-recv -n 'worker.%h.%r' -W 15s > /dev/null
+	wait_until 10 in_group slurm-55 worker.n9.3
+	# the same job's tasks see it without naming the group; no other job's
+	run -0 env SLURM_JOB_ID=55 maro-peers -f json
+	assert_output --partial '"name":"worker.n9.3"'
+	run -0 env SLURM_JOB_ID=56 maro-peers -f json
+	assert_output ''
+	# MARO_GROUP and -g come first
+	run -0 env SLURM_JOB_ID=56 MARO_GROUP=slurm-55 maro-peers -f json
+	assert_output --partial '"name":"worker.n9.3"'
+	run -0 env SLURM_JOB_ID=56 MARO_GROUP=other maro-peers -g slurm-55 -f json
+	assert_output --partial '"name":"worker.n9.3"'
+	# -n is a template in MARO_NAME too; %% is a per cent sign, and
+	# under maro-pool %r is the job's index
+	SLURM_JOB_ID=55 MARO_JOB=7 MARO_NAME='w.%h.%r' bg 20 maro-recv -W 15s > /dev/null
+	wait_until 10 in_group slurm-55 "w.$(hostname -s).7"
+}
+
+@test "a name template with no rank, or an unknown %, is a usage error naming it" {
+	export MARO_REGISTRY=dir:$BATS_TEST_TMPDIR/registry
+	run -2 maro-recv -n 'worker.%r' -W 1s
+	assert_output "maro-recv: name 'worker.%r': %r is the task's rank, and there is none (SLURM_PROCID under srun, MARO_JOB under maro-pool); try 'maro-recv --help'"
+	run -2 env SLURM_PROCID=1 maro-send -n 'w.%x' -p x -d y -W 1s
+	assert_output "maro-send: name 'w.%x': '%' is followed by r, h or % only; try 'maro-send --help'"
+	run -2 env SLURM_PROCID=1 maro-recv -n 'w.%' -W 1s
+	assert_output --partial "name 'w.%': '%' is followed by r, h or % only"
+	run -2 env SLURM_PROCID=1 MARO_NAME="$(printf 'w%.0s' $(seq 130)).%r" maro-recv -W 1s
+	assert_output --partial "is too long once expanded"
+	run -2 maro-recv -n 'a%%b' -W 1s
+	assert_output --partial "invalid name 'a%b'"
 }
 
 @test "maro-slurm(7)'s own job script on one machine: the squares of 1 to 100" {
