@@ -142,3 +142,17 @@ out:
 	freeaddrinfo(ai);
 	return res;
 }
+
+unsigned long
+maro_scheduler_cpus(void)
+{
+	const char *s = env("SLURM_CPUS_ON_NODE");
+	unsigned long n;
+	char *end;
+
+	if (!s || !env("SLURM_JOB_ID") || *s < '0' || *s > '9')
+		return 0;
+	errno = 0;
+	n = strtoul(s, &end, 10);
+	return errno || *end ? 0 : n;
+}

@@ -41,4 +41,10 @@ const char *maro_scheduler_group(char *buf, size_t n);
  */
 const char *maro_scheduler_advertise(char *buf, size_t n);
 
+/*
+ * The CPUs the scheduler gave this job on this node (SLURM_CPUS_ON_NODE),
+ * 1 or more; 0 outside a job, or when it says nothing usable.
+ */
+unsigned long maro_scheduler_cpus(void);
+
 #endif

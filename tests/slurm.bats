@@ -419,6 +419,29 @@ watch_ps() {
 	wait_until 15 all_clean || fail "left on the nodes: $(leftovers)"
 }
 
+@test "maro-pool under srun, one per node: a job per CPU the node gave the job (SLURM_CPUS_ON_NODE), named by its host" {
+	cluster
+	cat > pools.sh <<-'EOF'
+	#!/bin/sh
+	set -eu
+	. maro-slurm
+	srun --ntasks-per-node=1 maro-pool -q -- maro-dist --raw \
+		--co 'master:sq:1' 'while read -r x; do echo $((x * x)); done' --on 'master:stop:1' --exit &
+	pools=$!
+	maro-peers -e worker=6 -W 30s -q
+	maro-peers -P worker -f json | sed 's/.*"name":"\([^"]*\)".*/member \1/' | sort
+	seq 100 | maro-scatter -n master -P worker -t sq --json-lines -W 30s -f payload | sort -n | tail -n 1
+	maro-bcast -n master -P worker -t stop --notification -W 30s
+	wait $pools
+	EOF
+	submit --nodes=2 --ntasks-per-node=1 --cpus-per-task=3 pools.sh
+	wait_until 40 ended "$job" || fail "job $job: $(cat job.out)"
+	run -0 cat job.out
+	assert_output "$(printf 'member worker.%s\n' n1.1 n1.2 n1.3 n2.1 n2.2 n2.3; echo 10000)"
+	run -0 ctl scontrol show job -o "$job"
+	assert_output --partial "JobState=COMPLETED"
+}
+
 # Last: the node it kills is down for the rest of the suite.
 @test "a node killed mid-scatter (slurmd, its steps and tasks): its tasks go to the other nodes, each answered once" {
 	local pid

@@ -12,7 +12,7 @@
 
 static const char *const vars[] = { "SLURM_PROCID", "SLURMD_NODENAME", "SLURM_JOB_ID",
 	"SLURM_JOB_NUM_NODES", "SLURM_NNODES", "SLURM_LAUNCH_NODE_IPADDR", "MARO_JOB", "MARO_NAME",
-	"MARO_GROUP", "MARO_ADVERTISE", NULL };
+	"MARO_GROUP", "MARO_ADVERTISE", "SLURM_CPUS_ON_NODE", NULL };
 
 static void
 clear(void)
@@ -112,6 +112,17 @@ test_scheduler(void)
 		CHECK(cm.co.advertise == NULL);
 		unsetenv("MARO_ADVERTISE");
 	}
+
+	/* the CPUs of this node's share of the job: only in a job, only a number */
+	clear();
+	setenv("SLURM_CPUS_ON_NODE", "6", 1);
+	CHECK(maro_scheduler_cpus() == 0);
+	setenv("SLURM_JOB_ID", "9", 1);
+	CHECK(maro_scheduler_cpus() == 6);
+	setenv("SLURM_CPUS_ON_NODE", "6x", 1);
+	CHECK(maro_scheduler_cpus() == 0);
+	setenv("SLURM_CPUS_ON_NODE", "-6", 1);
+	CHECK(maro_scheduler_cpus() == 0);
 
 	/* the precedence: flag > MARO_* > the scheduler's > default */
 	clear();
