@@ -20,6 +20,7 @@
 #include "child.h"
 #include "jobs.h"
 #include "maro.h"
+#include "scheduler.h"
 
 enum { OPT_JOBS = 256, OPT_JOBS_OLD, OPT_TYPE, OPT_CPUS, OPT_MAX_RESTARTS, OPT_WINDOW, OPT_CONFIG, OPT_NAME, OPT_GRACE };
 
@@ -275,9 +276,11 @@ main(int argc, char **argv)
 			maro_usage_error("%s", errbuf);
 		}
 		if (!a.njobs) {
+			/* under a scheduler, the CPUs it gave the job on this node */
 			long online = sysconf(_SC_NPROCESSORS_ONLN);
+			unsigned long given = maro_scheduler_cpus();
 
-			a.njobs = t->cpus ? t->ncpus : online > 0 ? (unsigned long)online : 1;
+			a.njobs = t->cpus ? t->ncpus : given ? given : online > 0 ? (unsigned long)online : 1;
 		}
 		t->count = a.njobs;
 	}

@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "message.h"
 #include "opt.h"
+#include "scheduler.h"
 
 /* The shared flags, declared once: every tool that names one gets this. */
 static const struct maro_opt shared[MARO_SH_COUNT_] = {
@@ -277,18 +278,43 @@ take_shared(struct maro_common *cm, int id, char *val)
 	}
 }
 
+/* What the scheduler layer resolved: cm points here. */
+static char sched_name[MARO_NAME_MAX + 1], sched_group[MARO_NAME_MAX + 1];
+static char sched_advertise[MARO_HOST_MAX + 1];
+
+/* env's value, NULL when unset or empty */
+static const char *
+env_set(const char *name)
+{
+	const char *s = getenv(name);
+
+	return s && *s ? s : NULL;
+}
+
 /*
- * The one place where what was not given is filled in: flag, then the
- * MARO_* variable (scheduler environments come in here, below the flags
- * and variables and above the defaults).
+ * The one place where what was not given is filled in, with one
+ * precedence: the flag, then the MARO_* variable, then the scheduler's
+ * environment (scheduler.h: Slurm's rank, node, job and launch node), then
+ * the default.  A name (flag or MARO_NAME) is a template: %r, %h, %%.
  */
 static void
 resolve_common(const struct maro_tool *t, struct maro_common *cm, int has_name, int has_window)
 {
+	const char *given;
+
 	if (has_name && !cm->name)
 		cm->name = getenv("MARO_NAME");
 	if (cm->name && !*cm->name)
 		cm->name = NULL;	/* an empty name is none */
+	if (cm->name && strchr(cm->name, '%')) {
+		given = cm->name;
+		if (maro_scheduler_name(given, sched_name, sizeof sched_name) < 0)
+			maro_usage_error(errno == ENOENT ? "name '%s': %%r is the task's rank, and there "
+			    "is none (SLURM_PROCID under srun, MARO_JOB under maro-pool)" :
+			    errno == ENAMETOOLONG ? "name '%s' is too long once expanded" :
+			    "name '%s': '%%' is followed by r, h or %% only", given);
+		cm->name = sched_name;
+	}
 	if ((t->flags & MARO_TOOL_NEEDS_NAME) && !cm->name)
 		maro_usage_error("a name is required (-n NAME or MARO_NAME)");
 	if (cm->name && !maro_name_valid(cm->name))
@@ -301,6 +327,12 @@ resolve_common(const struct maro_tool *t, struct maro_common *cm, int has_name, 
 	/* MARO_WINDOW is read here so that a bad one is a usage error naming it */
 	if (has_window && cm->co.window == 0 && getenv("MARO_WINDOW") && *getenv("MARO_WINDOW"))
 		cm->co.window = maro_cli_count("MARO_WINDOW", getenv("MARO_WINDOW"));
+	/* the scheduler's, where neither flag nor variable said: the job's group, */
+	if (!cm->co.group && !env_set("MARO_GROUP"))
+		cm->co.group = maro_scheduler_group(sched_group, sizeof sched_group);
+	/* and on a job over several nodes, the address the other nodes reach */
+	if (!cm->co.advertise && !env_set("MARO_ADVERTISE"))
+		cm->co.advertise = maro_scheduler_advertise(sched_advertise, sizeof sched_advertise);
 }
 
 int

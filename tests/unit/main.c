@@ -153,6 +153,7 @@ main(int argc, char **argv)
 	test_workq();
 	test_joblog();
 	test_stats();
+	test_scheduler();
 	printf("unit: %d passed, %d failed\n", unit_passed, unit_failed);
 	return unit_failed ? 1 : 0;
 }
