@@ -360,9 +360,11 @@ main(int argc, char **argv)
 		}
 	}
 	if (sc->q.nfailed && status == MARO_EXIT_OK) {
-		if (!s.quiet)
+		if (!s.quiet && sc->q.retries)
 			maro_warn("%zu of %zu tasks given up after %u failed attempts", sc->q.nfailed,
 			    sc->q.ntasks, sc->q.retries);
+		else if (!s.quiet)	/* failure replies, without --retries */
+			maro_warn("%zu of %zu tasks given up", sc->q.nfailed, sc->q.ntasks);
 		status = MARO_EXIT_TASKS_FAILED;
 	}
 	if (s.input_status && (status == MARO_EXIT_OK || status == MARO_EXIT_TASKS_FAILED))

@@ -489,7 +489,8 @@ group_of() { ps -e -o pgid=,stat=,pid= | awk -v g="$1" '$1 == g && $2 !~ /^Z/ { 
 	assert_output 7
 	# maro-scatter gives such a task up at once (--failed), whatever --retries; maro-bcast says it, 69
 	run -3 --separate-stderr timeout 30 maro-scatter -n master -P worker -t x --failed failed.cbor -W 20s <<< 5
-	[[ "$stderr" == *"task 1 of the input given up after 1 failed attempt ('worker.1': no handler for tag 'x')"* ]]
+	[[ "$stderr" == *"line 1 of the input given up after 1 failed attempt ('worker.1': no handler for tag 'x'): payload \"5\""* ]]
+	[[ "$stderr" == *"maro-scatter: 1 of 1 tasks given up" ]]
 	[ "$(maro-msg -f payload < failed.cbor)" = 5 ]
 	run -69 --separate-stderr timeout 30 maro-bcast -P worker -t x -d 1 -W 20s
 	[ "$stderr" = "maro-bcast: 'worker.1' has no handler for tag 'x'" ]
@@ -513,5 +514,5 @@ group_of() { ps -e -o pgid=,stat=,pid= | awk -v g="$1" '$1 == g && $2 !~ /^Z/ { 
 	grep -q "is not JSON (.*): failure reply sent" dist.err
 	run -3 --separate-stderr timeout 30 sh -c 'printf "4\nbad\n5\n" | maro-scatter -P worker -t j --ordered -W 20s -f payload'
 	assert_output $'{"n":4,"sq":16}\n{"n":5,"sq":25}'
-	[[ "$stderr" == *"task 2 of the input given up after 1 failed attempt ('worker.1': the handler's line is not JSON"* ]]
+	[[ "$stderr" == *"line 2 of the input given up after 1 failed attempt ('worker.1': the handler's line is not JSON"*"): payload \"bad\""* ]]
 }
