@@ -15,7 +15,12 @@
 /* a rate larger than this is not a rate */
 #define RATE_MAX 1e12
 
+#ifdef MARO_NO_STATS
+#undef maro_stats	/* here the struct's tag: the counts go nowhere (stats.h) */
+static struct maro_stats maro_stats;
+#else
 struct maro_stats maro_stats;
+#endif
 
 static const char *const names[MARO_STATS_NKEYS] = {
 	"in", "out", "bin", "bout", "done", "failed", "flight", "resent", "win_used", "win",
@@ -76,6 +81,9 @@ maro_stats_text(char *out, size_t len, int64_t now_us)
 	if (len == 0)
 		return;
 	out[0] = '\0';
+#ifdef MARO_NO_STATS
+	return;
+#endif
 	if (last.at_us && now_us - last.at_us >= RATE_MIN_US) {
 		int64_t us = now_us - last.at_us;
 
