@@ -11,6 +11,9 @@
  * Triggering messages are acknowledged when their handler succeeded (a run
  * exited 0; a coprocess answered them).  A failed run leaves them
  * unacknowledged: their senders send them again, and the handler runs again.
+ *
+ *   --bundle NAME      first get the bundle NAME serves; handlers run in it
+ *   --serve-bundle DIR answer bundle requests with DIR, packed (lib/bundle.h)
  */
 #include <errno.h>
 #include <getopt.h>
@@ -28,7 +31,7 @@
 /* for replies already queued when a signal stops us: with MARO_HANDLER_GRACE_US, within maro(7)'s 2.5 s */
 #define SIGNAL_GRACE_US 2000000
 
-enum { OPT_ON = 256, OPT_CO, OPT_EXIT, OPT_RAW, OPT_JSON_LINES };
+enum { OPT_ON = 256, OPT_CO, OPT_EXIT, OPT_RAW, OPT_JSON_LINES, OPT_BUNDLE, OPT_SERVE };
 
 static const char *const synopsis[] = { "(--on EVENT CMD | --co EVENT CMD | --on EVENT --exit)...", NULL };
 
@@ -41,6 +44,9 @@ static const struct maro_opt opts[] = {
 	{ "co", 0, "EVENT CMD", "one long-lived CMD fed every trigger of EVENT", NULL, OPT_CO,
 	    MARO_OPT_REPEAT | MARO_OPT_IN_FORM, 0 },
 	{ "exit", 0, NULL, "after --on EVENT: leave when EVENT holds", NULL, OPT_EXIT, MARO_OPT_IN_FORM, 0 },
+	{ "bundle", 0, "NAME", "first get the bundle member NAME serves; handlers run in it", NULL,
+	    OPT_BUNDLE, 0, 0 },
+	{ "serve-bundle", 0, "DIR", "serve DIR as a bundle to members that ask", NULL, OPT_SERVE, 0, 0 },
 	MARO_OPT_SHARED_AS(MARO_SH_QUIET, "say less on stderr", 0),
 	{ 0 },
 };
@@ -57,6 +63,9 @@ struct dist {
 	struct maro_handler_host x;
 	struct maro_handler_set hs;
 	struct maro_hold hold;	/* the messages no handler has had yet */
+	const char *from, *serve;	/* --bundle, --serve-bundle */
+	struct maro_bundle_srv srv;
+	struct maro_bundle_got got;
 	unsigned live[MARO_EVENT_MAX_UNITS];
 	int64_t next_hb;
 	uint64_t runs, failures;
@@ -218,6 +227,8 @@ own(void *arg, int key, char *val)
 	switch (key) {
 	case OPT_RAW: d->x.raw = 1; return;
 	case OPT_JSON_LINES: d->x.json_lines = 1; return;
+	case OPT_BUNDLE: d->from = val; return;
+	case OPT_SERVE: d->serve = val; return;
 	case OPT_EXIT: maro_usage_error("--exit goes after --on EVENT");
 	}
 	if (d->hs.n == MARO_HANDLER_MAX)
@@ -254,8 +265,8 @@ main(int argc, char **argv)
 	maro_cli_init(argv[0]);
 	maro_common_init(&cm);
 	maro_opt_parse(&tool, &cm, argc, argv, own, &a);
-	if (!d.hs.n)
-		maro_usage_error("no handler (--on EVENT CMD or --co EVENT CMD)");
+	if (!d.hs.n && !d.serve)
+		maro_usage_error("no handler (--on EVENT CMD or --co EVENT CMD) and no --serve-bundle");
 	if (d.x.json_lines && !d.x.raw)
 		maro_usage_error("--json-lines goes with --raw");
 	d.x.name = cm.name;
@@ -267,6 +278,10 @@ main(int argc, char **argv)
 	d.x.arg = &d;
 
 	d.x.c = d.c = maro_tool_open(&cm, &deadline);
+	if (d.serve && (i = maro_bundle_srv_open(&d.srv, d.serve, &err)) != 0)
+		maro_die(i == MARO_BUNDLE_BAD_DIR ? MARO_EXIT_DATAERR : MARO_EXIT_UNAVAILABLE, "%s", err.msg);
+	if (d.from)
+		d.x.dir = maro_tool_bundle(d.c, cm.name, d.from, deadline, &d.got);
 	d.x.ib = maro_tool_inbox(d.c, &cm, NULL);
 	d.x.ob = maro_outbox_new(d.c, NULL, NULL, &d);
 	if (!d.x.ob)
@@ -283,6 +298,11 @@ main(int argc, char **argv)
 		int64_t wake;
 
 		while (d.hold.n < MAX_HELD && maro_inbox_next(d.x.ib, &dl) == 1) {
+			if (d.serve && maro_str_eq(dl.msg.tag, MARO_BUNDLE_TAG)) {
+				if (maro_handler_bundle(&d.x, &d.srv, &dl) < 0 && !maro_signal)
+					maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+				continue;
+			}
 			/* no handler will ever take it: say so now, not at the sender's -W */
 			if (maro_handler_set_untaken(&d.hs, &dl.msg)) {
 				if (maro_handler_no_handler(&d.x, &dl) < 0 && !maro_signal)
@@ -367,5 +387,6 @@ main(int argc, char **argv)
 	maro_ctx_close(d.c);
 	maro_hold_free(&d.hold);
 	maro_buf_free(&d.x.reply);
+	maro_bundle_srv_close(&d.srv);
 	return status;
 }

@@ -34,7 +34,7 @@ child(const struct maro_child_spec *s, pid_t parent, int report)
 	if (fd < 0 || dup2(fd, STDIN_FILENO) < 0 ||
 	    (s->out_fd >= 0 && dup2(s->out_fd, STDOUT_FILENO) < 0))
 		_exit(126);
-	if (s->cpus && sched_setaffinity(0, sizeof *s->cpus, s->cpus) < 0) {
+	if ((s->cpus && sched_setaffinity(0, sizeof *s->cpus, s->cpus) < 0) || (s->dir && chdir(s->dir) < 0)) {
 		err = errno;
 	} else {
 		execvpe(s->path ? s->path : s->argv[0], s->argv, s->env ? s->env : environ);

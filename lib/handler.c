@@ -45,6 +45,7 @@ maro_handler_init(struct maro_handler *h, const struct maro_handler_host *x, con
 	h->text = text;
 	h->cmd = cmd;
 	h->co = co;
+	h->dir = x->dir;
 	h->in = h->out = -1;
 	maro_name_type(x->name, type);
 	if (asprintf(&set[n++], "MARO_NAME=%s", x->name) < 0 ||
@@ -69,7 +70,7 @@ static pid_t
 spawn(struct maro_handler *h, int in_fd, int out_fd, struct maro_err *err)
 {
 	char *argv[] = { "sh", "-c", (char *)h->cmd, NULL };
-	struct maro_child_spec cs = { "/bin/sh", argv, h->env, in_fd, out_fd, NULL };
+	struct maro_child_spec cs = { "/bin/sh", argv, h->env, in_fd, out_fd, NULL, h->dir };
 	pid_t pid = maro_child_spawn(&cs);
 
 	if (pid < 0)
@@ -254,6 +255,37 @@ maro_handler_no_handler(struct maro_handler_host *x, const struct maro_delivery 
 	maro_inbox_done(x->ib, dl);
 	maro_stats.tasks_failed++;
 	return 0;
+}
+
+int
+maro_handler_answer(struct maro_handler_host *x, const struct maro_delivery *dl,
+    const char *error, const void *p, size_t n)
+{
+	struct maro_msg m = dl->msg;
+	char id[MARO_UUID_LEN + 1];
+
+	if (error) {
+		if (maro_reply_failure(&m, x->name, id, error, p, &x->reply) < 0)
+			return -1;
+	} else {
+		maro_msg_make_reply(&m, x->name, id);
+		m.payload.p = p;
+		m.payload.n = n;
+	}
+	if (send_msg(x, &m) < 0)
+		return -1;
+	maro_inbox_done(x->ib, dl);
+	return 0;
+}
+
+int
+maro_handler_bundle(struct maro_handler_host *x, struct maro_bundle_srv *s, const struct maro_delivery *dl)
+{
+	char why[300];
+
+	if (maro_bundle_srv_answer(s, dl->msg.payload.p, dl->msg.payload.n, &x->reply, why, sizeof why) == 0)
+		return maro_handler_answer(x, dl, NULL, x->reply.p, x->reply.len);
+	return maro_handler_answer(x, dl, "no bundle", why, strlen(why));
 }
 
 /* The reply to request req (decoded) with a payload line from a raw handler.  As send_msg. */

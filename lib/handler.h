@@ -27,6 +27,7 @@
 #include <sys/types.h>
 
 #include "buf.h"
+#include "bundle.h"
 #include "cborseq.h"
 #include "hold.h"
 #include "inbox.h"
@@ -75,6 +76,7 @@ struct maro_handler_host {
 	struct maro_hold *hold;		/* the messages they are fed */
 	const char *name;		/* this member's: replies come from it */
 	const char *registry, *keyfile;	/* for their environment, or NULL */
+	const char *dir;		/* their working directory (a bundle's), or NULL */
 	int raw;
 	int json_lines;			/* raw: each reply line is a JSON value, the reply's payload */
 	void (*note)(void *arg, const struct maro_handler_note *n);
@@ -89,6 +91,7 @@ struct maro_handler {
 	const char *text, *cmd;		/* its event, as given, and its command */
 	int co;
 	char **env;
+	const char *dir;		/* its working directory, or NULL */
 	/* a coprocess */
 	pid_t pid;			/* > 0 running, < 0 ended (not yet stopped) */
 	int in, out;			/* its stdin (we write), its stdout (we read) */
@@ -136,6 +139,15 @@ int maro_handler_run(struct maro_handler_host *x, struct maro_handler *h, const 
  * unacknowledged.
  */
 int maro_handler_no_handler(struct maro_handler_host *x, const struct maro_delivery *dl);
+/*
+ * Answers the task request of dl with a reply whose payload is the
+ * encoded item at p (n bytes), or, with error, with a failure reply of
+ * that error and text p; and acknowledges it.  As maro_handler_no_handler.
+ */
+int maro_handler_answer(struct maro_handler_host *x, const struct maro_delivery *dl,
+    const char *error, const void *p, size_t n);
+/* Answers the bundle request of dl (MARO_BUNDLE_TAG) from s: a chunk, or the "no bundle" failure reply.  As above. */
+int maro_handler_bundle(struct maro_handler_host *x, struct maro_bundle_srv *s, const struct maro_delivery *dl);
 
 /* Starts coprocess h.  0, or -1 (why in err). */
 int maro_handler_co_start(struct maro_handler_host *x, struct maro_handler *h, struct maro_err *err);

@@ -1,0 +1,856 @@
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "bundle.h"
+#include "clock.h"
+#include "outbox.h"
+#include "reply.h"
+#include "session.h"
+
+#define LINE_MAX_ 4200		/* a record's header: a path of up to 4095 bytes and its fields */
+#define WINDOW 8		/* chunk requests in flight */
+
+static int
+fail(struct maro_err *err, int fault, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static int
+fail(struct maro_err *err, int fault, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+	va_end(ap);
+	return fault;
+}
+
+/* The SHA-256 of what fd holds from its start, in hex. */
+static int
+hash_fd(int fd, char hex[MARO_BUNDLE_HASH_LEN + 1], uint8_t *buf, size_t cap)
+{
+	crypto_hash_sha256_state st;
+	unsigned char h[crypto_hash_sha256_BYTES];
+	off_t at = 0;
+	ssize_t r;
+
+	crypto_hash_sha256_init(&st);
+	while ((r = pread(fd, buf, cap, at)) > 0) {
+		crypto_hash_sha256_update(&st, buf, (size_t)r);
+		at += r;
+	}
+	if (r < 0)
+		return -1;
+	crypto_hash_sha256_final(&st, h);
+	sodium_bin2hex(hex, MARO_BUNDLE_HASH_LEN + 1, h, sizeof h);
+	return 0;
+}
+
+/* --- packing --- */
+
+static int
+copy_in(FILE *out, const char *path, uint64_t size, struct maro_err *err)
+{
+	char buf[65536];
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	uint64_t left = size;
+	ssize_t r;
+
+	if (fd < 0)
+		return fail(err, MARO_BUNDLE_IO, "cannot read '%s': %s", path, strerror(errno));
+	while (left && (r = read(fd, buf, left < sizeof buf ? left : sizeof buf)) > 0) {
+		fwrite(buf, 1, (size_t)r, out);
+		left -= (uint64_t)r;
+	}
+	close(fd);
+	if (left)
+		return fail(err, MARO_BUNDLE_IO, "'%s' changed while it was packed", path);
+	return 0;
+}
+
+/* Packs what directory root/rel holds ("" for root itself), depth first, names sorted. */
+static int
+pack_dir(FILE *out, const char *root, const char *rel, struct maro_err *err)
+{
+	char dir[8192], path[8192 + 260], sub[4096], target[4096];
+	struct dirent **ents;
+	struct stat st;
+	int n, i, rc = 0;
+
+	snprintf(dir, sizeof dir, "%s%s%s", root, *rel ? "/" : "", rel);
+	if ((n = scandir(dir, &ents, NULL, alphasort)) < 0)
+		return fail(err, MARO_BUNDLE_IO, "cannot read '%s': %s", dir, strerror(errno));
+	for (i = 0; i < n; i++) {
+		const char *name = ents[i]->d_name;
+		ssize_t k;
+
+		if (rc || !strcmp(name, ".") || !strcmp(name, ".."))
+			continue;
+		if ((size_t)snprintf(sub, sizeof sub, "%s%s%s", rel, *rel ? "/" : "", name) >= sizeof sub ||
+		    strchr(name, '\n')) {
+			rc = fail(err, MARO_BUNDLE_BAD_DIR, "'%s/%s': a path too long, or with a line break",
+			    dir, name);
+			continue;
+		}
+		snprintf(path, sizeof path, "%s/%s", dir, name);
+		if (lstat(path, &st) < 0) {
+			rc = fail(err, MARO_BUNDLE_IO, "cannot read '%s': %s", path, strerror(errno));
+		} else if (S_ISDIR(st.st_mode)) {
+			fprintf(out, "d %04o %s\n", (unsigned)(st.st_mode & 0777), sub);
+			rc = pack_dir(out, root, sub, err);
+		} else if (S_ISREG(st.st_mode)) {
+			fprintf(out, "f %04o %" PRIu64 " %s\n", (unsigned)(st.st_mode & 0777),
+			    (uint64_t)st.st_size, sub);
+			rc = copy_in(out, path, (uint64_t)st.st_size, err);
+		} else if (S_ISLNK(st.st_mode)) {
+			if ((k = readlink(path, target, sizeof target)) < 0 || (size_t)k == sizeof target)
+				rc = fail(err, MARO_BUNDLE_IO, "cannot read the link '%s'", path);
+			else
+				fprintf(out, "l %zd %s\n%.*s", k, sub, (int)k, target);
+		} else {
+			rc = fail(err, MARO_BUNDLE_BAD_DIR, "'%s' is a device, fifo or socket: "
+			    "a bundle holds directories, files and links only", path);
+		}
+	}
+	for (i = 0; i < n; i++)
+		free(ents[i]);
+	free(ents);
+	return rc;
+}
+
+int
+maro_bundle_srv_open(struct maro_bundle_srv *s, const char *path, struct maro_err *err)
+{
+	struct stat st;
+	FILE *f;
+	int rc;
+
+	memset(s, 0, sizeof *s);
+	s->fd = -1;
+	if (sodium_init() < 0 || !(s->chunk = malloc(MARO_BUNDLE_CHUNK)))
+		return fail(err, MARO_BUNDLE_NOMEM, "out of memory");
+	if (stat(path, &st) < 0)
+		return fail(err, MARO_BUNDLE_IO, "cannot read '%s': %s", path, strerror(errno));
+	if (S_ISREG(st.st_mode)) {
+		s->fd = open(path, O_RDONLY | O_CLOEXEC);
+	} else {
+		if (!(f = tmpfile()))
+			return fail(err, MARO_BUNDLE_IO, "cannot make a temporary file: %s", strerror(errno));
+		fputs("maro-bundle 1\n", f);
+		if ((rc = pack_dir(f, path, "", err)) != 0) {
+			fclose(f);
+			return rc;
+		}
+		fputs("e\n", f);
+		if (fflush(f) != 0 || ferror(f)) {
+			fclose(f);
+			return fail(err, MARO_BUNDLE_IO, "cannot write a temporary file: %s", strerror(errno));
+		}
+		s->fd = dup(fileno(f));
+		fclose(f);
+	}
+	if (s->fd < 0 || fstat(s->fd, &st) < 0 || hash_fd(s->fd, s->hash, s->chunk, MARO_BUNDLE_CHUNK) < 0)
+		return fail(err, MARO_BUNDLE_IO, "cannot read '%s': %s", path, strerror(errno));
+	s->size = (uint64_t)st.st_size;
+	return 0;
+}
+
+void
+maro_bundle_srv_close(struct maro_bundle_srv *s)
+{
+	if (s->fd >= 0)
+		close(s->fd);
+	free(s->chunk);
+	s->fd = -1;
+	s->chunk = NULL;
+}
+
+/* The text of the CBOR text item at p (n bytes), copied into out (len bytes).  0, or -1. */
+static int
+cbor_text(const uint8_t *p, size_t n, char *out, size_t len)
+{
+	unsigned major;
+	uint64_t val;
+	size_t h = p ? maro_cbor_head(p, n, &major, &val) : 0;
+
+	if (!h || major != 3 || val >= len || h + val != n)
+		return -1;
+	memcpy(out, p + h, (size_t)val);
+	out[val] = '\0';
+	return 0;
+}
+
+int
+maro_bundle_srv_answer(struct maro_bundle_srv *s, const uint8_t *req, size_t n,
+    struct maro_buf *out, char *why, size_t len)
+{
+	char text[128], hash[MARO_BUNDLE_HASH_LEN + 1], *end;
+	unsigned long long off;
+	size_t k;
+	ssize_t r;
+
+	out->len = 0;
+	if (cbor_text(req, n, text, sizeof text) < 0) {
+		snprintf(why, len, "a bundle request is a text: empty, or 'HASH OFFSET'");
+		return -1;
+	}
+	if (!*text) {
+		k = (size_t)snprintf(text, sizeof text, "%s %" PRIu64, s->hash, s->size);
+		if (maro_buf_cbor_text(out, text, k) == 0)
+			return 0;
+		snprintf(why, len, "out of memory");
+		return -1;
+	}
+	if (sscanf(text, "%64s", hash) != 1 || strcmp(hash, s->hash) || text[64] != ' ' ||
+	    (errno = 0, off = strtoull(text + 65, &end, 10), errno) || *end || off > s->size) {
+		snprintf(why, len, "no bundle '%.64s' here, or no such offset", text);
+		return -1;
+	}
+	k = s->size - off < MARO_BUNDLE_CHUNK ? (size_t)(s->size - off) : MARO_BUNDLE_CHUNK;
+	if ((r = pread(s->fd, s->chunk, k, (off_t)off)) < 0 || (size_t)r != k) {
+		snprintf(why, len, "cannot read the bundle: %s", r < 0 ? strerror(errno) : "it shrank");
+		return -1;
+	}
+	if (maro_buf_cbor_head(out, 2, k) < 0 || maro_buf_append(out, s->chunk, k) < 0) {
+		snprintf(why, len, "out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+/* --- limits and the cache --- */
+
+static int
+env_size(const char *name, uint64_t def, uint64_t *out)
+{
+	const char *v = getenv(name);
+	char *end;
+	unsigned long long x;
+
+	*out = def;
+	if (!v || !*v)
+		return 0;
+	errno = 0;
+	x = strtoull(v, &end, 10);
+	if (errno || end == v)
+		return -1;
+	if (*end == 'K' || *end == 'k')
+		x <<= 10, end++;
+	else if (*end == 'M')
+		x <<= 20, end++;
+	else if (*end == 'G')
+		x <<= 30, end++;
+	if (*end)
+		return -1;
+	*out = x;
+	return 0;
+}
+
+int
+maro_bundle_limits_env(struct maro_bundle_limits *l, const char **bad)
+{
+	if (env_size(*bad = "MARO_BUNDLE_MAX", MARO_BUNDLE_MAX_DEFAULT, &l->bundle_max) < 0 ||
+	    env_size(*bad = "MARO_BUNDLE_FILE_MAX", MARO_BUNDLE_FILE_MAX_DEFAULT, &l->file_max) < 0 ||
+	    env_size(*bad = "MARO_BUNDLE_CACHE_MAX", MARO_BUNDLE_CACHE_MAX_DEFAULT, &l->cache_max) < 0 ||
+	    env_size(*bad = "MARO_BUNDLE_RATE", 0, &l->rate) < 0)
+		return -1;
+	*bad = NULL;
+	return 0;
+}
+
+int
+maro_bundle_cache_dir(char *out, size_t len)
+{
+	const char *v;
+	size_t k;
+
+	if ((v = getenv("MARO_BUNDLE_CACHE")) && *v)
+		k = (size_t)snprintf(out, len, "%s", v);
+	else if ((v = getenv("XDG_CACHE_HOME")) && *v == '/')
+		k = (size_t)snprintf(out, len, "%s/maro/bundles", v);
+	else if ((v = getenv("HOME")) && *v)
+		k = (size_t)snprintf(out, len, "%s/.cache/maro/bundles", v);
+	else
+		return errno = ENOENT, -1;
+	return k < len ? 0 : (errno = ENAMETOOLONG, -1);
+}
+
+static int
+mkdirs(const char *path)
+{
+	char tmp[4096], *s;
+
+	snprintf(tmp, sizeof tmp, "%s", path);
+	for (s = tmp + 1; *s; s++) {
+		if (*s != '/')
+			continue;
+		*s = '\0';
+		if (mkdir(tmp, 0700) < 0 && errno != EEXIST)
+			return -1;
+		*s = '/';
+	}
+	return mkdir(tmp, 0700) < 0 && errno != EEXIST ? -1 : 0;
+}
+
+static int
+rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st, (void)flag, (void)ftw;
+	if (flag == FTW_DP)
+		chmod(path, 0700);
+	return remove(path) < 0 && errno != ENOENT ? -1 : 0;
+}
+
+static int
+chmod_dirs(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)ftw;
+	if (flag == FTW_D && !(st->st_mode & S_IWUSR))
+		chmod(path, (st->st_mode & 0777) | 0700);
+	return 0;
+}
+
+/* rm -rf path: directories made writable first, links not followed. */
+static void
+rm_tree(const char *path)
+{
+	nftw(path, chmod_dirs, 16, FTW_PHYS);
+	nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static uint64_t du_total;
+
+static int
+du_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)path, (void)flag, (void)ftw;
+	du_total += (uint64_t)st->st_size;
+	return 0;
+}
+
+struct cached {
+	char name[MARO_BUNDLE_HASH_LEN + 1];
+	struct timespec used;
+	uint64_t size;
+};
+
+static int
+by_use(const void *a, const void *b)
+{
+	const struct cached *x = a, *y = b;
+
+	if (x->used.tv_sec != y->used.tv_sec)
+		return x->used.tv_sec < y->used.tv_sec ? -1 : 1;
+	return x->used.tv_nsec < y->used.tv_nsec ? -1 : x->used.tv_nsec > y->used.tv_nsec;
+}
+
+/* Takes a directory of the cache out of use: locked, renamed away, removed.  0 when it went. */
+static int
+drop(const char *cache, const char *name)
+{
+	char path[4096], gone[4096];
+	int fd;
+
+	snprintf(path, sizeof path, "%s/%s", cache, name);
+	if ((fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return -1;
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		close(fd);
+		return -1;	/* in use, or being made */
+	}
+	snprintf(gone, sizeof gone, "%s/gone.%d.%s", cache, (int)getpid(), name);
+	if (rename(path, gone) == 0)
+		rm_tree(gone);
+	close(fd);
+	return 0;
+}
+
+/*
+ * Least recently used bundles out, but keep, until the cache is within
+ * max; temporary directories whose maker is gone (unlocked, a minute old)
+ * too.
+ */
+static void
+evict(const char *cache, uint64_t max, const char *keep)
+{
+	DIR *d = opendir(cache);
+	struct dirent *e;
+	struct cached *v = NULL, *nv;
+	size_t n = 0, i;
+	uint64_t total = 0;
+	char path[4096 + 260];
+	struct stat st;
+
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		snprintf(path, sizeof path, "%s/%s", cache, e->d_name);
+		if ((!strncmp(e->d_name, "tmp.", 4) || !strncmp(e->d_name, "gone.", 5)) &&
+		    lstat(path, &st) == 0 && st.st_mtime + 60 < time(NULL)) {
+			drop(cache, e->d_name);
+			continue;
+		}
+		if (strlen(e->d_name) != MARO_BUNDLE_HASH_LEN || lstat(path, &st) < 0 || !S_ISDIR(st.st_mode))
+			continue;
+		if (!(nv = realloc(v, (n + 1) * sizeof *v)))
+			break;
+		v = nv;
+		snprintf(v[n].name, sizeof v[n].name, "%s", e->d_name);
+		v[n].used = st.st_mtim;
+		du_total = 0;
+		nftw(path, du_one, 16, FTW_PHYS);
+		total += v[n++].size = du_total;
+	}
+	closedir(d);
+	qsort(v, n, sizeof *v, by_use);
+	for (i = 0; i < n && total > max; i++)
+		if (strcmp(v[i].name, keep) && drop(cache, v[i].name) == 0)
+			total -= v[i].size;
+	free(v);
+}
+
+/* The bundle hash in the cache, in use from now on (locked shared, its time of use now).  0, or -1. */
+static int
+use_cached(const char *cache, const char *hash, struct maro_bundle_got *got)
+{
+	struct stat a, b;
+	int fd;
+
+	snprintf(got->dir, sizeof got->dir, "%s/%s", cache, hash);
+	if ((fd = open(got->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return -1;
+	/* an evictor renames it away under its exclusive lock: this one must still be the one named */
+	if (flock(fd, LOCK_SH) < 0 || fstat(fd, &a) < 0 || stat(got->dir, &b) < 0 ||
+	    a.st_ino != b.st_ino || a.st_dev != b.st_dev) {
+		close(fd);
+		return -1;
+	}
+	futimens(fd, NULL);
+	got->lock_fd = fd;
+	return 0;
+}
+
+/* --- unpacking --- */
+
+static int
+path_ok(const char *p)
+{
+	const char *s = p;
+
+	if (!*p || *p == '/' || strlen(p) >= 4096)
+		return 0;
+	for (;;) {
+		size_t k = strcspn(s, "/");
+
+		if (!k || (k == 1 && s[0] == '.') || (k == 2 && s[0] == '.' && s[1] == '.'))
+			return 0;
+		if (!s[k])
+			return 1;
+		s += k + 1;
+	}
+}
+
+/* Are the parents of rel under root directories (not links) made by the bundle? */
+static int
+parents_ok(const char *root, const char *rel)
+{
+	char path[8192];
+	const char *s = rel;
+	struct stat st;
+
+	while ((s = strchr(s, '/'))) {
+		snprintf(path, sizeof path, "%s/%.*s", root, (int)(s - rel), rel);
+		if (lstat(path, &st) < 0 || !S_ISDIR(st.st_mode))
+			return 0;
+		s++;
+	}
+	return 1;
+}
+
+int
+maro_bundle_unpack(int fd, const char *dir, const struct maro_bundle_limits *lim,
+    struct maro_err *err)
+{
+	char line[LINE_MAX_], path[8192], target[4096], *rel, *end, buf[65536];
+	uint64_t total = 0, size, left;
+	unsigned long mode = 0;
+	int in = dup(fd), out, rc = MARO_BUNDLE_HOSTILE;
+	FILE *f = in >= 0 ? fdopen(in, "r") : NULL;
+	size_t k;
+
+	if (!f) {
+		if (in >= 0)
+			close(in);
+		return fail(err, MARO_BUNDLE_NOMEM, "out of memory");
+	}
+	if (mkdir(dir, 0700) < 0) {
+		fclose(f);
+		return fail(err, MARO_BUNDLE_IO, "cannot make '%s': %s", dir, strerror(errno));
+	}
+	if (!fgets(line, sizeof line, f) || strcmp(line, "maro-bundle 1\n")) {
+		fail(err, rc, "not a bundle (no 'maro-bundle 1' line first)");
+		goto out;
+	}
+	for (;;) {
+		if (!fgets(line, sizeof line, f) || !(end = strchr(line, '\n'))) {
+			fail(err, rc, "a record's line too long, or the stream cut short");
+			goto out;
+		}
+		*end = '\0';
+		if (!strcmp(line, "e")) {
+			if (fgetc(f) != EOF)
+				fail(err, rc, "bytes after the end record");
+			else
+				rc = 0;
+			goto out;
+		}
+		size = 0;
+		errno = 0;
+		if ((line[0] == 'd' || line[0] == 'f') && line[1] == ' ')
+			mode = strtoul(line + 2, &rel, 8);
+		else if (line[0] == 'l' && line[1] == ' ')
+			rel = line + 1;
+		else {
+			fail(err, rc, "a record of type '%.1s': only d, f and l (no devices, fifos or sockets)",
+			    line);
+			goto out;
+		}
+		if (line[0] != 'd' && *rel == ' ')
+			size = strtoull(rel + 1, &rel, 10);
+		if (errno || *rel != ' ' || mode > 07777) {
+			fail(err, rc, "a malformed record: '%.60s'", line);
+			goto out;
+		}
+		rel++;
+		if (!path_ok(rel) || !parents_ok(dir, rel)) {
+			fail(err, rc, "a path out of the bundle: '%.100s'", rel);
+			goto out;
+		}
+		snprintf(path, sizeof path, "%s/%s", dir, rel);
+		if (line[0] == 'd') {
+			if (mkdir(path, (mode & 0777) | 0700) < 0) {
+				fail(err, rc, "'%.100s' twice, or cannot be made: %s", rel, strerror(errno));
+				goto out;
+			}
+			continue;
+		}
+		if (line[0] == 'l') {
+			if (size == 0 || size >= sizeof target || fread(target, 1, size, f) != size) {
+				fail(err, rc, "the link '%.100s' has no target, too long a one, or is cut short", rel);
+				goto out;
+			}
+			target[size] = '\0';
+			if (strlen(target) != size || !path_ok(target) || symlink(target, path) < 0) {
+				fail(err, rc, "the link '%.100s' leads out of the bundle, or is there twice", rel);
+				goto out;
+			}
+			continue;
+		}
+		if (size > lim->file_max || (total += size) > lim->bundle_max) {
+			fail(err, rc, "'%.100s' (%" PRIu64 " bytes) is over the limit of %" PRIu64 " bytes "
+			    "a file, %" PRIu64 " a bundle (MARO_BUNDLE_FILE_MAX, MARO_BUNDLE_MAX)", rel, size,
+			    lim->file_max, lim->bundle_max);
+			goto out;
+		}
+		if ((out = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)) < 0) {
+			fail(err, rc, "'%.100s' twice, or cannot be made: %s", rel, strerror(errno));
+			goto out;
+		}
+		for (left = size; left; left -= k) {
+			k = fread(buf, 1, left < sizeof buf ? (size_t)left : sizeof buf, f);
+			if (!k || write(out, buf, k) != (ssize_t)k)
+				break;
+		}
+		if (left || fchmod(out, (mode_t)(mode & 0777)) < 0) {
+			close(out);
+			fail(err, left ? rc : MARO_BUNDLE_IO, "'%.100s' cut short, or cannot be written", rel);
+			goto out;
+		}
+		close(out);
+	}
+out:
+	fclose(f);
+	return rc;
+}
+
+/* --- fetching --- */
+
+struct fetch {
+	struct maro_ctx *c;
+	const char *owner, *server;
+	struct maro_outbox *ob;
+	struct maro_requester rq;
+	struct maro_buf pl, enc;
+	struct {
+		char sid[MARO_UUID_LEN + 1];
+		uint64_t off;
+	} win[WINDOW];
+	int failed;
+	char why[160];
+};
+
+static void
+undeliverable(void *arg, const char *dest, const uint8_t *msg, size_t n, const char *why)
+{
+	struct fetch *f = arg;
+
+	(void)msg, (void)n;
+	f->failed = 1;
+	snprintf(f->why, sizeof f->why, "cannot reach '%s': %s", dest, why);
+}
+
+/* Sends the request text to the server; its session_id into sid.  0, or a fault. */
+static int
+ask(struct fetch *f, const char *text, char sid[MARO_UUID_LEN + 1], struct maro_err *err)
+{
+	struct maro_msg m;
+	char ids[2][MARO_UUID_LEN + 1], why[200];
+
+	memset(&m, 0, sizeof m);
+	f->pl.len = f->enc.len = 0;
+	if (maro_buf_cbor_text(&f->pl, text, strlen(text)) < 0)
+		return fail(err, MARO_BUNDLE_NOMEM, "out of memory");
+	m.tag = maro_str_c(MARO_BUNDLE_TAG);
+	m.destination = maro_str_c(f->server);
+	m.payload.p = f->pl.p;
+	m.payload.n = f->pl.len;
+	maro_msg_fill(&m, f->owner, ids);
+	if (maro_requester_reply_to(&f->rq, f->c, &m, f->owner, why, sizeof why) < 0)
+		return fail(err, MARO_BUNDLE_IO, "cannot open a reply inbox: %s", why);
+	if (maro_msg_encode(&m, &f->enc) < 0 || maro_requester_expect(&f->rq, m.session_id, 1) < 0)
+		return fail(err, MARO_BUNDLE_NOMEM, "out of memory");
+	if (maro_outbox_put(f->ob, f->server, f->enc.p, f->enc.len) < 0)
+		return fail(err, MARO_BUNDLE_IO, "cannot send to '%s': %s", f->server, strerror(errno));
+	memcpy(sid, m.session_id.p, MARO_UUID_LEN);
+	sid[MARO_UUID_LEN] = '\0';
+	return 0;
+}
+
+/* Waits for the next reply: 0 with *d (to be done with), or a fault. */
+static int
+await(struct fetch *f, int64_t deadline, struct maro_delivery *d, struct maro_err *err)
+{
+	zmq_pollitem_t items[64];
+	struct maro_str e, text;
+	int64_t wake;
+	int n;
+
+	for (;;) {
+		maro_outbox_run(f->ob);
+		if (maro_requester_next(&f->rq, d) == 1) {
+			maro_outbox_settle_reply(f->ob, &d->msg);
+			if (maro_reply_error(&d->msg, &e, &text))
+				return fail(err, MARO_BUNDLE_REFUSED, "'%s' refused: %.*s", f->server,
+				    (int)text.n, text.p);
+			return 0;
+		}
+		maro_inbox_flush(f->rq.inbox);
+		if (f->failed)
+			return fail(err, MARO_BUNDLE_IO, "%s", f->why);
+		if (maro_signal)
+			return fail(err, MARO_BUNDLE_SIGNAL, "stopped by a signal");
+		if (maro_now_us() >= deadline)
+			return fail(err, MARO_BUNDLE_TIMEOUT, "no bundle from '%s' in time", f->server);
+		items[0] = (zmq_pollitem_t){ maro_inbox_pollable(f->rq.inbox), 0, ZMQ_POLLIN, 0 };
+		n = 1 + maro_outbox_pollitems(f->ob, items + 1, 63);
+		wake = maro_outbox_deadline(f->ob);
+		maro_poll(f->c, items, n, maro_wait_ms(wake < deadline ? wake : deadline));
+	}
+}
+
+/* The slot of the chunk request reply m answers, or -1. */
+static int
+slot_of(struct fetch *f, const struct maro_msg *m)
+{
+	int i;
+
+	for (i = 0; i < WINDOW; i++)
+		if (f->win[i].sid[0] && m->session_id.n == MARO_UUID_LEN &&
+		    !memcmp(f->win[i].sid, m->session_id.p, MARO_UUID_LEN))
+			return i;
+	return -1;
+}
+
+/* Asks the server for the name and size of its bundle. */
+static int
+manifest(struct fetch *f, int64_t deadline, char hash[MARO_BUNDLE_HASH_LEN + 1], uint64_t *size,
+    struct maro_err *err)
+{
+	struct maro_delivery d;
+	char text[128], sid[MARO_UUID_LEN + 1];
+	unsigned long long sz;
+	int rc, k = 0;
+
+	if ((rc = ask(f, "", sid, err)) != 0 || (rc = await(f, deadline, &d, err)) != 0)
+		return rc;
+	rc = cbor_text(d.msg.payload.p, d.msg.payload.n, text, sizeof text) < 0 ||
+	    sscanf(text, "%64[0-9a-f] %llu%n", hash, &sz, &k) != 2 || strlen(hash) != MARO_BUNDLE_HASH_LEN ||
+	    text[k];
+	maro_inbox_done(f->rq.inbox, &d);
+	if (rc)
+		return fail(err, MARO_BUNDLE_HOSTILE, "'%s' answered no bundle name and size", f->server);
+	*size = sz;
+	return 0;
+}
+
+/* With a rate: waits until the fetch may ask for the bytes from next on.  0, or a fault. */
+static int
+pace(uint64_t rate, int64_t start, uint64_t next, int64_t deadline, struct maro_err *err)
+{
+	int64_t due = start + (int64_t)(next * 1000000.0 / (double)rate), now;
+
+	while ((now = maro_now_us()) < due) {
+		if (maro_signal)
+			return fail(err, MARO_BUNDLE_SIGNAL, "stopped by a signal");
+		if (now >= deadline)
+			return fail(err, MARO_BUNDLE_TIMEOUT, "the bundle did not come in time");
+		usleep((useconds_t)(due - now < 20000 ? due - now : 20000));
+	}
+	return 0;
+}
+
+/* Fetches the stream (size bytes) into fd, WINDOW chunks in flight, at most rate bytes a second.  0, or a fault. */
+static int
+transfer(struct fetch *f, const char *hash, uint64_t size, uint64_t rate, int fd, int64_t deadline,
+    uint64_t *moved, struct maro_err *err)
+{
+	struct maro_delivery d;
+	char text[128];
+	uint64_t next = 0, want, val;
+	unsigned major;
+	size_t h;
+	int inflight = 0, i, rc;
+	int64_t start = maro_now_us();
+
+	while (next < size || inflight) {
+		if (rate && !inflight && (rc = pace(rate, start, next, deadline, err)) != 0)
+			return rc;
+		for (i = 0; i < WINDOW && next < size; i++) {
+			if (rate && maro_now_us() < start + (int64_t)(next * 1000000.0 / (double)rate))
+				break;
+			if (f->win[i].sid[0])
+				continue;
+			snprintf(text, sizeof text, "%s %" PRIu64, hash, next);
+			if ((rc = ask(f, text, f->win[i].sid, err)) != 0)
+				return rc;
+			f->win[i].off = next;
+			next += size - next < MARO_BUNDLE_CHUNK ? size - next : MARO_BUNDLE_CHUNK;
+			inflight++;
+		}
+		if ((rc = await(f, deadline, &d, err)) != 0)
+			return rc;
+		if ((i = slot_of(f, &d.msg)) < 0) {
+			maro_inbox_done(f->rq.inbox, &d);
+			continue;
+		}
+		want = size - f->win[i].off < MARO_BUNDLE_CHUNK ? size - f->win[i].off : MARO_BUNDLE_CHUNK;
+		h = d.msg.payload.p ? maro_cbor_head(d.msg.payload.p, d.msg.payload.n, &major, &val) : 0;
+		if (!h || major != 2 || val != want || h + val != d.msg.payload.n)
+			return fail(err, MARO_BUNDLE_HOSTILE, "'%s' sent a chunk at offset %" PRIu64
+			    " that is not %" PRIu64 " bytes", f->server, f->win[i].off, want);
+		if (pwrite(fd, d.msg.payload.p + h, (size_t)val, (off_t)f->win[i].off) != (ssize_t)val)
+			return fail(err, MARO_BUNDLE_IO, "cannot write to the bundle cache: %s", strerror(errno));
+		*moved += val;
+		f->win[i].sid[0] = '\0';
+		inflight--;
+		maro_inbox_done(f->rq.inbox, &d);
+	}
+	return 0;
+}
+
+int
+maro_bundle_fetch(struct maro_ctx *c, const char *owner, const char *server,
+    const struct maro_bundle_limits *lim, int64_t deadline, struct maro_bundle_got *got,
+    struct maro_err *err)
+{
+	struct fetch f;
+	char cache[4000], tmp[4096], path[4200], final[4096], hex[MARO_BUNDLE_HASH_LEN + 1];
+	uint8_t *buf = NULL;
+	int rc, fd = -1, lock = -1, made = 0;
+
+	memset(&f, 0, sizeof f);
+	memset(got, 0, sizeof *got);
+	got->lock_fd = -1;
+	f.c = c;
+	f.owner = owner;
+	f.server = server;
+	if (sodium_init() < 0 || !(f.ob = maro_outbox_new(c, undeliverable, NULL, &f)) ||
+	    !(buf = malloc(MARO_BUNDLE_CHUNK))) {
+		rc = fail(err, MARO_BUNDLE_NOMEM, "out of memory");
+		goto out;
+	}
+	if (maro_bundle_cache_dir(cache, sizeof cache) < 0 || mkdirs(cache) < 0) {
+		rc = fail(err, MARO_BUNDLE_IO, "cannot make the bundle cache '%s': %s", cache, strerror(errno));
+		goto out;
+	}
+	if ((rc = manifest(&f, deadline, got->hash, &got->size, err)) != 0)
+		goto out;
+	/* headers and links are small beside the files they carry */
+	if (got->size > lim->bundle_max + lim->bundle_max / 8 + (1u << 20)) {
+		rc = fail(err, MARO_BUNDLE_HOSTILE, "the bundle of '%s' is %" PRIu64 " bytes, over the limit of %"
+		    PRIu64 " (MARO_BUNDLE_MAX)", server, got->size, lim->bundle_max);
+		goto out;
+	}
+	if (use_cached(cache, got->hash, got) == 0)
+		goto out;	/* rc 0: nothing moved */
+	snprintf(tmp, sizeof tmp, "%s/tmp.XXXXXX", cache);
+	if (!mkdtemp(tmp) || (made = 1, lock = open(tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
+	    flock(lock, LOCK_EX) < 0 || (snprintf(path, sizeof path, "%s/stream", tmp),
+	    fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) < 0) {
+		rc = fail(err, MARO_BUNDLE_IO, "cannot write to the bundle cache '%s': %s", cache,
+		    strerror(errno));
+		goto out;
+	}
+	if ((rc = transfer(&f, got->hash, got->size, lim->rate, fd, deadline, &got->fetched, err)) != 0)
+		goto out;
+	if (hash_fd(fd, hex, buf, MARO_BUNDLE_CHUNK) < 0) {
+		rc = fail(err, MARO_BUNDLE_IO, "cannot read the bundle back: %s", strerror(errno));
+		goto out;
+	}
+	if (strcmp(hex, got->hash)) {
+		rc = fail(err, MARO_BUNDLE_HOSTILE, "the bundle of '%s' does not hash to its name %.12s... "
+		    "(its bytes hash to %.12s...)", server, got->hash, hex);
+		goto out;
+	}
+	snprintf(path, sizeof path, "%s/root", tmp);
+	if ((rc = maro_bundle_unpack(fd, path, lim, err)) != 0)
+		goto out;
+	snprintf(final, sizeof final, "%s/%s", cache, got->hash);
+	/* another fetcher may have put it there first: then its copy is the one */
+	if (rename(path, final) < 0 && errno != EEXIST && errno != ENOTEMPTY) {
+		rc = fail(err, MARO_BUNDLE_IO, "cannot put the bundle in '%s': %s", final, strerror(errno));
+		goto out;
+	}
+	if (use_cached(cache, got->hash, got) < 0) {
+		rc = fail(err, MARO_BUNDLE_IO, "the bundle '%s' went from the cache at once", final);
+		goto out;
+	}
+	evict(cache, lim->cache_max, got->hash);
+out:
+	if (fd >= 0)
+		close(fd);
+	if (made)
+		rm_tree(tmp);
+	if (lock >= 0)
+		close(lock);
+	if (f.rq.inbox)
+		maro_inbox_flush(f.rq.inbox);
+	maro_requester_close(&f.rq);
+	maro_outbox_free(f.ob);
+	maro_buf_free(&f.pl);
+	maro_buf_free(&f.enc);
+	free(buf);
+	return rc;
+}

@@ -1,0 +1,186 @@
+#!/usr/bin/env bats
+# backends: dir
+# Bundles: a job's files served by maro-dist --serve-bundle and fetched by
+# maro-dist --bundle workers into a per-host cache, checked and confined.
+
+load helpers
+
+setup() {
+	use_registry
+	export MARO_TTL=1s
+	cd "$BATS_TEST_TMPDIR"
+	mkdir -p master/job/lib hostA hostB
+	# the job's code lives only here: not on the workers' PATH, not in their cwd
+	printf '#!/bin/sh\nwhile read -r n; do echo "$n $(cat lib/word) $(basename "$PWD")"; done\n' > master/job/run.sh
+	chmod 755 master/job/run.sh
+	echo hello > master/job/lib/word
+}
+teardown() { default_teardown; }
+
+# serve PATH: a bundle server 'files' for PATH, live; $srv its pid
+serve() {
+	bg 60 maro-dist -n files --serve-bundle "$1" 2> srv.err
+	srv=$BG_PID
+	maro-peers -e files=1 -W 10s -q || { cat srv.err >&2; return 1; }
+}
+
+# worker HOST NAME: a maro-dist worker NAME started in HOST (its own cwd and
+# cache), running the bundle's run.sh; stderr in HOST/NAME.err
+worker() {
+	bg 60 env -C "$1" XDG_CACHE_HOME="$PWD/$1/cache" maro-dist -n "$2" -v --bundle files --raw \
+		--co '*:sq:1' './run.sh' --on '*:stop:1' --exit 2> "$1/$2.err"
+}
+
+# fetch_only HOST NAME: a worker NAME of HOST that gets the bundle, stopped
+# once it said so; stderr in HOST/NAME.err
+fetch_only() {
+	bg 60 env -C "$1" XDG_CACHE_HOME="$PWD/$1/cache" maro-dist -n "$2" -v --bundle files \
+		--on '*:x:1' true 2> "$1/$2.err"
+	wait_until 30 grep -q 'fetched$' "$1/$2.err"
+	stop_bg "$BG_PID"
+}
+
+# stop_bg PID: SIGTERM to a bg process group, and wait for it
+stop_bg() {
+	kill -TERM -- "-$1" 2>/dev/null || :
+	wait "$1" 2>/dev/null || :
+}
+
+fetched() { sed -n 's/.*bundle [0-9a-f]* from .files.: [0-9]* bytes, \([0-9]*\) fetched$/\1/p' "$1"; }
+
+@test "a job whose code is only on the master runs in workers elsewhere; the same files again move no bytes" {
+	serve master/job
+	# two workers of host A fetch at once into one cache: one good copy
+	worker hostA w.1
+	worker hostA w.2
+	worker hostB w.3
+	seq 30 | maro-scatter -e w=3 -P w -t sq -W 20s -f payload > out
+	[ "$(wc -l < out)" -eq 30 ]
+	[ "$(sort -u out | wc -l)" -eq 30 ]
+	[ "$(grep -c ' hello [0-9a-f]\{64\}$' out)" -eq 30 ]
+	[ "$(ls hostA/cache/maro/bundles | wc -l)" -eq 1 ]
+	[ "$(ls hostB/cache/maro/bundles | wc -l)" -eq 1 ]
+	[ "$(ls hostA/cache/maro/bundles)" = "$(ls hostB/cache/maro/bundles)" ]
+	[ "$(fetched hostB/w.3.err)" -gt 0 ]
+	maro-send -p w.1 -p w.2 -p w.3 -t stop --notification -W 10s
+	wait_until 10 not_live w.1
+	# a second job with the same files: every worker finds them in its host's cache
+	worker hostA w.4
+	worker hostB w.5
+	seq 4 | maro-scatter -e w=2 -P w -t sq -W 20s -f payload > out2
+	[ "$(wc -l < out2)" -eq 4 ]
+	[ "$(fetched hostA/w.4.err)" = 0 ]
+	[ "$(fetched hostB/w.5.err)" = 0 ]
+	maro-send -p w.4 -p w.5 -t stop --notification -W 10s
+	[ ! -e hostA/run.sh ] && [ ! -e hostB/run.sh ]
+}
+
+# hostile NAME: serve the stream in NAME (a file), fetch it as w.1 in hostA:
+# exit 65, and nothing of it anywhere but the cache, which keeps no bundle
+hostile() {
+	serve "$1"
+	cd hostA
+	run -65 env XDG_CACHE_HOME="$PWD/cache" maro-dist -n w.1 --bundle files --on '*:x:1' true -W 10s
+	cd ..
+	echo "$output"
+	[ -z "$(find . -name 'evil*')" ]
+	[ -z "$(find hostA/cache/maro/bundles -mindepth 1 -maxdepth 1 ! -name 'tmp.*')" ]
+	[ -z "$(find hostA/cache/maro/bundles -mindepth 2)" ]
+}
+
+@test "a bundle whose bytes do not hash to its name is refused with 65" {
+	printf 'maro-bundle 1\nf 0644 4 data\nabcde\n' > b
+	serve b
+	# the server named the bytes it read; they change under it
+	printf 'maro-bundle 1\nf 0644 4 data\nABCDe\n' > b.new
+	cat b.new > b
+	cd hostA
+	run -65 env XDG_CACHE_HOME="$PWD/cache" maro-dist -n w.1 --bundle files --on '*:x:1' true -W 10s
+	[[ $output == *"does not hash to its name"* ]]
+	[ -z "$(find cache/maro/bundles -mindepth 1 -maxdepth 1 ! -name 'tmp.*')" ]
+}
+
+@test "a path with .. is refused with 65" {
+	printf 'maro-bundle 1\nf 0644 2 ../../../../../../evil\nx\ne\n' > b
+	hostile b
+	[[ $output == *"a path out of the bundle: '../../../../../../evil'"* ]]
+}
+
+@test "an absolute path is refused with 65" {
+	printf 'maro-bundle 1\nf 0644 2 %s/evil\nx\ne\n' "$BATS_TEST_TMPDIR" > b
+	hostile b
+	[[ $output == *"a path out of the bundle"* ]]
+	[ ! -e /etc/evil ]
+}
+
+@test "a link to / is refused with 65" {
+	printf 'maro-bundle 1\nl 1 evil\n/e\n' > b
+	hostile b
+	[[ $output == *"the link 'evil' leads out of the bundle"* ]]
+}
+
+@test "a file through a link in the bundle is refused with 65" {
+	printf 'maro-bundle 1\nd 0755 d\nl 1 evil.l\ndf 0644 2 evil.l/evil.f\nx\ne\n' > b
+	hostile b
+	[[ $output == *"a path out of the bundle: 'evil.l/evil.f'"* ]]
+}
+
+@test "a fifo or device is refused with 65, by the fetcher and by the server" {
+	printf 'maro-bundle 1\np 0644 evil\ne\n' > b
+	hostile b
+	[[ $output == *"a record of type 'p'"* ]]
+	stop_bg "$srv"
+	mkfifo master/job/evil.fifo
+	run -65 maro-dist -n files2 --serve-bundle master/job -W 5s
+	[[ $output == *"evil.fifo' is a device, fifo or socket"* ]]
+}
+
+@test "a file over MARO_BUNDLE_FILE_MAX is refused with 65" {
+	{ printf 'maro-bundle 1\nf 0644 2048 evil\n'; head -c 2048 /dev/zero; printf 'e\n'; } > b
+	export MARO_BUNDLE_FILE_MAX=1K
+	hostile b
+	[[ $output == *"'evil' (2048 bytes) is over the limit of 1024 bytes a file"* ]]
+}
+
+@test "set-uid bits are dropped, executables stay executable" {
+	chmod 4755 master/job/run.sh
+	serve master/job
+	fetch_only hostA w.1
+	[ "$(stat -c %a hostA/cache/maro/bundles/*/run.sh)" = 755 ]
+}
+
+@test "a receiver killed mid-transfer leaves no bundle; the next try completes" {
+	head -c 4M /dev/urandom > master/job/big
+	serve master/job
+	cd hostA
+	# at 1 MiB/s the transfer takes 4 s: the receiver is surely killed in the midst of it
+	bg 60 env XDG_CACHE_HOME="$PWD/cache" MARO_BUNDLE_RATE=1M maro-dist -n w.1 -v --bundle files \
+		--on '*:x:1' true 2> w.1.err
+	w=$(child_pid "$BG_PID" maro-dist)
+	wait_until 10 eval 'ls cache/maro/bundles/tmp.*/stream >/dev/null 2>&1'
+	# the server stops answering while the receiver holds part of the stream
+	kill -STOP "$(child_pid "$srv" maro-dist)"
+	kill -9 "$w"
+	kill -CONT "$(child_pid "$srv" maro-dist)"
+	[ -z "$(find cache/maro/bundles -mindepth 1 -maxdepth 1 ! -name 'tmp.*')" ]
+	[ "$(stat -c %s cache/maro/bundles/tmp.*/stream)" -lt $((4 << 20)) ]
+	cd ..
+	fetch_only hostA w.2
+	[ "$(fetched hostA/w.2.err)" -gt $((4 << 20)) ]
+	cmp master/job/big hostA/cache/maro/bundles/*/big
+}
+
+@test "the least recently used bundle goes when the cache is over MARO_BUNDLE_CACHE_MAX" {
+	head -c 600K /dev/urandom > master/job/one
+	serve master/job
+	export MARO_BUNDLE_CACHE_MAX=1M
+	fetch_only hostA w.1
+	first=$(ls hostA/cache/maro/bundles)
+	stop_bg "$srv"
+	wait_until 10 not_live files
+	head -c 600K /dev/urandom > master/job/one
+	serve master/job
+	fetch_only hostA w.2
+	[ "$(ls hostA/cache/maro/bundles | wc -l)" -eq 1 ]
+	[ "$(ls hostA/cache/maro/bundles)" != "$first" ]
+}
