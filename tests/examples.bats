@@ -234,6 +234,14 @@ shell_worker() {
 	assert_output $'{"n":1,"sq":1}\n{"n":2,"sq":4}\n{"n":3,"sq":9}'
 }
 
+@test "maro-dist(1): a worker in another directory runs the job's code the master serves as a bundle" {
+	export XDG_CACHE_HOME="$BATS_TEST_TMPDIR/cache"
+	bg 60 bash -c "$(example maro-dist.1 4)" > out 2> block.err
+	wait_until 30 has_lines out 3 || fail "$(cat block.err)"
+	[ "$(cat out)" = $'done:1\ndone:2\ndone:3' ]
+	[ -x "$(echo cache/maro/bundles/*/run.sh)" ]
+}
+
 @test "maro-pool(1): workers pinned one per CPU square what the master scatters" {
 	local n block
 	n=$(nproc)
