@@ -373,6 +373,10 @@ drop(const char *cache, const char *name)
 	snprintf(gone, sizeof gone, "%s/gone.%d.%s", cache, (int)getpid(), name);
 	if (rename(path, gone) == 0)
 		rm_tree(gone);
+	if (strlen(name) == MARO_BUNDLE_HASH_LEN) {
+		snprintf(path, sizeof path, "%s/.locks/%s", cache, name);
+		unlink(path);
+	}
 	close(fd);
 	return 0;
 }
@@ -778,7 +782,7 @@ maro_bundle_fetch(struct maro_ctx *c, const char *owner, const char *server,
 	struct fetch f;
 	char cache[4000], tmp[4096], path[4200], final[4096], hex[MARO_BUNDLE_HASH_LEN + 1];
 	uint8_t *buf = NULL;
-	int rc, fd = -1, lock = -1, made = 0;
+	int rc, fd = -1, lock = -1, one = -1, made = 0;
 
 	memset(&f, 0, sizeof f);
 	memset(got, 0, sizeof *got);
@@ -805,6 +809,25 @@ maro_bundle_fetch(struct maro_ctx *c, const char *owner, const char *server,
 	}
 	if (use_cached(cache, got->hash, got) == 0)
 		goto out;	/* rc 0: nothing moved */
+	/* one fetcher of a bundle per host at a time: the others then find it in the cache */
+	snprintf(path, sizeof path, "%s/.locks", cache);
+	mkdir(path, 0700);
+	snprintf(path, sizeof path, "%s/.locks/%s", cache, got->hash);
+	if ((one = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) < 0) {
+		rc = fail(err, MARO_BUNDLE_IO, "cannot write to the bundle cache '%s': %s", cache,
+		    strerror(errno));
+		goto out;
+	}
+	while (flock(one, LOCK_EX | LOCK_NB) < 0) {
+		if (maro_signal || maro_now_us() >= deadline) {
+			rc = maro_signal ? fail(err, MARO_BUNDLE_SIGNAL, "stopped by a signal") :
+			    fail(err, MARO_BUNDLE_TIMEOUT, "another fetch of the bundle did not end in time");
+			goto out;
+		}
+		usleep(20000);
+	}
+	if (use_cached(cache, got->hash, got) == 0)
+		goto out;
 	snprintf(tmp, sizeof tmp, "%s/tmp.XXXXXX", cache);
 	if (!mkdtemp(tmp) || (made = 1, lock = open(tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
 	    flock(lock, LOCK_EX) < 0 || (snprintf(path, sizeof path, "%s/stream", tmp),
@@ -845,6 +868,8 @@ out:
 		rm_tree(tmp);
 	if (lock >= 0)
 		close(lock);
+	if (one >= 0)
+		close(one);
 	if (f.rq.inbox)
 		maro_inbox_flush(f.rq.inbox);
 	maro_requester_close(&f.rq);
