@@ -145,11 +145,11 @@ hostile() {
 	[[ $output == *"'evil' (2048 bytes) is over the limit of 1024 bytes a file"* ]]
 }
 
-@test "set-uid bits are dropped, executables stay executable" {
-	chmod 4755 master/job/run.sh
-	serve master/job
+@test "set-uid, set-gid and sticky bits are dropped, executables stay executable" {
+	printf 'maro-bundle 1\nd 3755 d\nf 6755 3 d/x\nx\n\nf 0640 1 y\nye\n' > b
+	serve b
 	fetch_only hostA w.1
-	[ "$(stat -c %a hostA/cache/maro/bundles/*/run.sh)" = 755 ]
+	[ "$(stat -c %a hostA/cache/maro/bundles/*/d hostA/cache/maro/bundles/*/d/x hostA/cache/maro/bundles/*/y)" = $'755\n755\n640' ]
 }
 
 @test "a receiver killed mid-transfer leaves no bundle; the next try completes" {
