@@ -34,6 +34,7 @@ cases() {
 	maro-dist 2 maro-dist --bogus
 	maro-dist 65 maro-dist -n d65 --co '*:x:1' 'printf "\377"; sleep 5' -W 10s
 	maro-dist 69 maro-dist -n p.m --on '*:x:1' true -W 2s
+	maro-dist 70 MARO_BUNDLE_CACHE=/dev/null/c maro-dist -n d70 --bundle nobody --on '*:x:1' true -W 5s
 	maro-dist 124 maro-dist -n d124 --on '*:x:1' true -W 1s
 	maro-dist 130 maro-dist -n dsig --on '*:x:1' true
 	maro-keygen 0 maro-keygen k0.key
