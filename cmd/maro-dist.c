@@ -281,7 +281,7 @@ main(int argc, char **argv)
 	if (d.serve && (i = maro_bundle_srv_open(&d.srv, d.serve, &err)) != 0)
 		maro_die(i == MARO_BUNDLE_BAD_DIR ? MARO_EXIT_DATAERR : MARO_EXIT_UNAVAILABLE, "%s", err.msg);
 	if (d.from)
-		d.x.dir = maro_tool_bundle(d.c, cm.name, d.from, deadline, &d.got);
+		d.x.dir = maro_tool_bundle(d.c, &cm, d.from, deadline, &d.got);
 	d.x.ib = maro_tool_inbox(d.c, &cm, NULL);
 	d.x.ob = maro_outbox_new(d.c, NULL, NULL, &d);
 	if (!d.x.ob)

@@ -593,6 +593,8 @@ out:
 
 struct fetch {
 	struct maro_ctx *c;
+	maro_bundle_progress_fn *progress;
+	void *arg;
 	const char *owner, *server;
 	struct maro_outbox *ob;
 	struct maro_requester rq;
@@ -662,7 +664,7 @@ await(struct fetch *f, int64_t deadline, struct maro_delivery *d, struct maro_er
 		}
 		maro_inbox_flush(f->rq.inbox);
 		if (f->failed)
-			return fail(err, MARO_BUNDLE_IO, "%s", f->why);
+			return fail(err, MARO_BUNDLE_REFUSED, "%s", f->why);
 		if (maro_signal)
 			return fail(err, MARO_BUNDLE_SIGNAL, "stopped by a signal");
 		if (maro_now_us() >= deadline)
@@ -736,7 +738,7 @@ transfer(struct fetch *f, const char *hash, uint64_t size, uint64_t rate, int fd
 	unsigned major;
 	size_t h;
 	int inflight = 0, i, rc;
-	int64_t start = maro_now_us();
+	int64_t start = maro_now_us(), told = start;
 
 	while (next < size || inflight) {
 		if (rate && !inflight && (rc = pace(rate, start, next, deadline, err)) != 0)
@@ -767,6 +769,10 @@ transfer(struct fetch *f, const char *hash, uint64_t size, uint64_t rate, int fd
 		if (pwrite(fd, d.msg.payload.p + h, (size_t)val, (off_t)f->win[i].off) != (ssize_t)val)
 			return fail(err, MARO_BUNDLE_IO, "cannot write to the bundle cache: %s", strerror(errno));
 		*moved += val;
+		if (f->progress && maro_now_us() - told >= 1000000) {
+			told = maro_now_us();
+			f->progress(f->arg, *moved, size);
+		}
 		f->win[i].sid[0] = '\0';
 		inflight--;
 		maro_inbox_done(f->rq.inbox, &d);
@@ -776,8 +782,8 @@ transfer(struct fetch *f, const char *hash, uint64_t size, uint64_t rate, int fd
 
 int
 maro_bundle_fetch(struct maro_ctx *c, const char *owner, const char *server,
-    const struct maro_bundle_limits *lim, int64_t deadline, struct maro_bundle_got *got,
-    struct maro_err *err)
+    const struct maro_bundle_limits *lim, int64_t deadline, maro_bundle_progress_fn *progress,
+    void *arg, struct maro_bundle_got *got, struct maro_err *err)
 {
 	struct fetch f;
 	char cache[4000], tmp[4096], path[4200], final[4096], hex[MARO_BUNDLE_HASH_LEN + 1];
@@ -790,6 +796,8 @@ maro_bundle_fetch(struct maro_ctx *c, const char *owner, const char *server,
 	f.c = c;
 	f.owner = owner;
 	f.server = server;
+	f.progress = progress;
+	f.arg = arg;
 	if (sodium_init() < 0 || !(f.ob = maro_outbox_new(c, undeliverable, NULL, &f)) ||
 	    !(buf = malloc(MARO_BUNDLE_CHUNK))) {
 		rc = fail(err, MARO_BUNDLE_NOMEM, "out of memory");

@@ -53,7 +53,7 @@ enum maro_bundle_fault {
 	MARO_BUNDLE_HOSTILE,	/* the stream breaks the rules, or its hash is not its name */
 	MARO_BUNDLE_BAD_DIR,	/* the directory to serve holds what cannot be shipped */
 	MARO_BUNDLE_IO,		/* a file or the cache could not be read or written: errno text in err */
-	MARO_BUNDLE_REFUSED,	/* the server has no such bundle, or failed the request */
+	MARO_BUNDLE_REFUSED,	/* the server has no such bundle, failed the request, or refused us (CURVE) */
 	MARO_BUNDLE_TIMEOUT,	/* the deadline came */
 	MARO_BUNDLE_SIGNAL,	/* SIGINT or SIGTERM came (maro_signal) */
 	MARO_BUNDLE_NOMEM,
@@ -102,14 +102,18 @@ struct maro_bundle_got {
 	int lock_fd;			/* held (shared) while it is in use: eviction passes it by */
 };
 
+/* A transfer that lasts: called once a second from its second on, with the bytes fetched and all. */
+typedef void maro_bundle_progress_fn(void *arg, uint64_t done, uint64_t size);
+
 /*
  * Gets the bundle server serves into the cache, unless it is there: as
- * member owner (its reply inbox), within deadline (monotonic us).  0 with
- * *got, or a fault with err.
+ * member owner (its reply inbox), within deadline (monotonic us), telling
+ * progress (NULL: no one) how a long transfer goes.  0 with *got, or a
+ * fault with err.
  */
 int maro_bundle_fetch(struct maro_ctx *c, const char *owner, const char *server,
-    const struct maro_bundle_limits *lim, int64_t deadline, struct maro_bundle_got *got,
-    struct maro_err *err);
+    const struct maro_bundle_limits *lim, int64_t deadline, maro_bundle_progress_fn *progress,
+    void *arg, struct maro_bundle_got *got, struct maro_err *err);
 
 /* Unpacks a stream (fd, at its start) into dir (new) under the rules above.  0, or a fault. */
 int maro_bundle_unpack(int fd, const char *dir, const struct maro_bundle_limits *lim,

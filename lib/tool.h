@@ -51,13 +51,15 @@ int maro_tool_expect(struct maro_ctx *c, struct maro_common *cm, int64_t deadlin
 
 /*
  * --bundle: gets the bundle member server serves into this host's cache
- * (or finds it there) as member name, within deadline, into *got; says on
- * -v how many bytes moved.  Dies with 65 for a hostile bundle, 69 when the
- * server refuses, 124 at the deadline, 2 for a limit variable that is no
- * size.  The bundle's directory (got->dir).
+ * (or finds it there) as member cm->name, within deadline, into *got;
+ * says on -v how many bytes moved, and how a transfer that lasts goes
+ * (once a second, unless -q).  Dies with 65 for a hostile bundle, 69 when
+ * the server refuses, 70 when the cache cannot be written, 124 at the
+ * deadline, 2 for a limit variable that is no size.  The bundle's
+ * directory (got->dir).
  */
-const char *maro_tool_bundle(struct maro_ctx *c, const char *name, const char *server, int64_t deadline,
-    struct maro_bundle_got *got);
+const char *maro_tool_bundle(struct maro_ctx *c, const struct maro_common *cm, const char *server,
+    int64_t deadline, struct maro_bundle_got *got);
 
 /*
  * Standard output of a tool that writes messages: each one in the format
