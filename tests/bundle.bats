@@ -200,3 +200,16 @@ hostile() {
 	grep -q "maro-dist: bundle from 'files': [0-9.]* of 2.0 MiB$" hostA/w.1.err
 	cmp master/job/data hostA/cache/maro/bundles/*/data
 }
+
+@test "a job that maro-pool starts again gets the bundle from the host's cache before its first task" {
+	serve master/job
+	bg 60 env -C hostA XDG_CACHE_HOME="$PWD/hostA/cache" maro-pool -j 1 -T w -- \
+		maro-dist -v --bundle files --raw --co '*:sq:1' ./run.sh 2> hostA/pool.err
+	wait_until 10 grep -q 'fetched$' hostA/pool.err
+	maro-peers -e w=1 -W 10s -q
+	kill -9 "$(child_pid "$(child_pid "$BG_PID" maro-pool)" maro-dist)"
+	wait_until 10 eval '[ "$(grep -c "fetched$" hostA/pool.err)" -eq 2 ]'
+	[ "$(grep 'fetched$' hostA/pool.err | sed -n '2s/.* \([0-9]*\) fetched$/\1/p')" = 0 ]
+	seq 5 | maro-scatter -e w=1 -P w -t sq -W 20s -f payload > out
+	[ "$(sort out | cut -d' ' -f1-2 | tr '\n' ' ')" = "1 hello 2 hello 3 hello 4 hello 5 hello " ]
+}
