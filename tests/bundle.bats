@@ -75,7 +75,8 @@ fetched() { sed -n 's/.*bundle [0-9a-f]* from .files.: [0-9]* bytes, \([0-9]*\) 
 	[ "$(fetched hostA/w.4.err)" = 0 ]
 	[ "$(fetched hostB/w.5.err)" = 0 ]
 	maro-send -p w.4 -p w.5 -t stop --notification -W 10s
-	[ ! -e hostA/run.sh ] && [ ! -e hostB/run.sh ]
+	[ ! -e hostA/run.sh ]
+	[ ! -e hostB/run.sh ]
 }
 
 # hostile NAME: serve the stream in NAME (a file), fetch it as w.1 in hostA:

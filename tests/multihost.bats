@@ -252,8 +252,10 @@ fetched_on() { sed -n 's/.* bytes, \([0-9]*\) fetched$/\1/p' "$1/pool.err" | awk
 	local size
 	size=$(sed -n 's/.* from .files.: \([0-9]*\) bytes, [0-9]* fetched$/\1/p' wa/pool.err | head -n 1)
 	[ "$size" -gt $((1 << 20)) ]
-	[ "$(fetched_on wa)" -eq "$size" ] && [ "$(fetched_on wb)" -eq "$size" ]
-	[ ! -e wa/sq.sh ] && [ ! -e wb/sq.sh ]
+	[ "$(fetched_on wa)" -eq "$size" ]
+	[ "$(fetched_on wb)" -eq "$size" ]
+	[ ! -e wa/sq.sh ]
+	[ ! -e wb/sq.sh ]
 	# a second job with the same files: nothing moves
 	for h in wa wb; do
 		: > "$h/pool.err"
@@ -263,6 +265,8 @@ fetched_on() { sed -n 's/.* bytes, \([0-9]*\) fetched$/\1/p' "$1/pool.err" | awk
 	run on master timeout 30 sh -c 'seq 6 | maro-scatter -n master -e again=2 -P again -t sq -W 25s -f payload'
 	assert_success
 	[ "$(printf '%s\n' "${lines[@]}" | sort)" = "$(squares 6)" ]
-	[ "$(grep -c ' 0 fetched$' wa/pool.err)" -eq 1 ] && [ "$(grep -c ' 0 fetched$' wb/pool.err)" -eq 1 ]
-	[ "$(fetched_on wa)" -eq 0 ] && [ "$(fetched_on wb)" -eq 0 ]
+	[ "$(grep -c ' 0 fetched$' wa/pool.err)" -eq 1 ]
+	[ "$(grep -c ' 0 fetched$' wb/pool.err)" -eq 1 ]
+	[ "$(fetched_on wa)" -eq 0 ]
+	[ "$(fetched_on wb)" -eq 0 ]
 }
