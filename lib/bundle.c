@@ -727,47 +727,84 @@ pace(uint64_t rate, int64_t start, uint64_t next, int64_t deadline, struct maro_
 	return 0;
 }
 
-/* Fetches the stream (size bytes) into fd, WINDOW chunks in flight, at most rate bytes a second.  0, or a fault. */
+/*
+ * The chunk at off (its bytes at p) is in fd: the stream's hash st goes on
+ * over every chunk in order from *hashed that is in (done marks them),
+ * read back from fd (into buf) but for this one.  0, or -1.
+ */
+static int
+hash_on(crypto_hash_sha256_state *st, uint64_t *hashed, uint8_t *done, uint64_t off,
+    const uint8_t *p, int fd, uint64_t size, uint8_t *buf)
+{
+	uint64_t k = off / MARO_BUNDLE_CHUNK, n;
+
+	done[k >> 3] |= (uint8_t)(1u << (k & 7));
+	while (*hashed < size && (done[*hashed / MARO_BUNDLE_CHUNK >> 3] >> (*hashed / MARO_BUNDLE_CHUNK & 7) & 1)) {
+		n = size - *hashed < MARO_BUNDLE_CHUNK ? size - *hashed : MARO_BUNDLE_CHUNK;
+		if (*hashed != off && pread(fd, buf, (size_t)n, (off_t)*hashed) != (ssize_t)n)
+			return -1;
+		crypto_hash_sha256_update(st, *hashed == off ? p : buf, n);
+		*hashed += n;
+	}
+	return 0;
+}
+
+/*
+ * Fetches the stream (size bytes) into fd, WINDOW chunks in flight, at
+ * most rate bytes a second, hashing it as it comes, while the server reads
+ * the next chunks (its SHA-256 into hex).  0, or a fault.
+ */
 static int
 transfer(struct fetch *f, const char *hash, uint64_t size, uint64_t rate, int fd, int64_t deadline,
-    uint64_t *moved, struct maro_err *err)
+    uint64_t *moved, uint8_t *buf, char hex[MARO_BUNDLE_HASH_LEN + 1], struct maro_err *err)
 {
 	struct maro_delivery d;
+	crypto_hash_sha256_state st;
+	unsigned char sum[crypto_hash_sha256_BYTES];
 	char text[128];
-	uint64_t next = 0, want, val;
+	uint64_t next = 0, want, val, hashed = 0;
+	uint8_t *done = calloc(size / MARO_BUNDLE_CHUNK / 8 + 1, 1);
 	unsigned major;
 	size_t h;
-	int inflight = 0, i, rc;
+	int inflight = 0, i, rc = 0;
 	int64_t start = maro_now_us(), told = start;
 
-	while (next < size || inflight) {
+	if (!done)
+		return fail(err, MARO_BUNDLE_NOMEM, "out of memory");
+	crypto_hash_sha256_init(&st);
+	while (!rc && (next < size || inflight)) {
 		if (rate && !inflight && (rc = pace(rate, start, next, deadline, err)) != 0)
-			return rc;
-		for (i = 0; i < WINDOW && next < size; i++) {
+			break;
+		for (i = 0; i < WINDOW && next < size && !rc; i++) {
 			if (rate && maro_now_us() < start + (int64_t)(next * 1000000.0 / (double)rate))
 				break;
 			if (f->win[i].sid[0])
 				continue;
 			snprintf(text, sizeof text, "%s %" PRIu64, hash, next);
 			if ((rc = ask(f, text, f->win[i].sid, err)) != 0)
-				return rc;
+				break;
 			f->win[i].off = next;
 			next += size - next < MARO_BUNDLE_CHUNK ? size - next : MARO_BUNDLE_CHUNK;
 			inflight++;
 		}
-		if ((rc = await(f, deadline, &d, err)) != 0)
-			return rc;
+		if (rc || (rc = await(f, deadline, &d, err)) != 0)
+			break;
 		if ((i = slot_of(f, &d.msg)) < 0) {
 			maro_inbox_done(f->rq.inbox, &d);
 			continue;
 		}
 		want = size - f->win[i].off < MARO_BUNDLE_CHUNK ? size - f->win[i].off : MARO_BUNDLE_CHUNK;
 		h = d.msg.payload.p ? maro_cbor_head(d.msg.payload.p, d.msg.payload.n, &major, &val) : 0;
-		if (!h || major != 2 || val != want || h + val != d.msg.payload.n)
-			return fail(err, MARO_BUNDLE_HOSTILE, "'%s' sent a chunk at offset %" PRIu64
+		if (!h || major != 2 || val != want || h + val != d.msg.payload.n) {
+			rc = fail(err, MARO_BUNDLE_HOSTILE, "'%s' sent a chunk at offset %" PRIu64
 			    " that is not %" PRIu64 " bytes", f->server, f->win[i].off, want);
-		if (pwrite(fd, d.msg.payload.p + h, (size_t)val, (off_t)f->win[i].off) != (ssize_t)val)
-			return fail(err, MARO_BUNDLE_IO, "cannot write to the bundle cache: %s", strerror(errno));
+			break;
+		}
+		if (pwrite(fd, d.msg.payload.p + h, (size_t)val, (off_t)f->win[i].off) != (ssize_t)val ||
+		    hash_on(&st, &hashed, done, f->win[i].off, d.msg.payload.p + h, fd, size, buf) < 0) {
+			rc = fail(err, MARO_BUNDLE_IO, "cannot write to the bundle cache: %s", strerror(errno));
+			break;
+		}
 		*moved += val;
 		if (f->progress && maro_now_us() - told >= 1000000) {
 			told = maro_now_us();
@@ -777,6 +814,11 @@ transfer(struct fetch *f, const char *hash, uint64_t size, uint64_t rate, int fd
 		inflight--;
 		maro_inbox_done(f->rq.inbox, &d);
 	}
+	free(done);
+	if (rc)
+		return rc;
+	crypto_hash_sha256_final(&st, sum);
+	sodium_bin2hex(hex, MARO_BUNDLE_HASH_LEN + 1, sum, sizeof sum);
 	return 0;
 }
 
@@ -844,12 +886,9 @@ maro_bundle_fetch(struct maro_ctx *c, const char *owner, const char *server,
 		    strerror(errno));
 		goto out;
 	}
-	if ((rc = transfer(&f, got->hash, got->size, lim->rate, fd, deadline, &got->fetched, err)) != 0)
+	if ((rc = transfer(&f, got->hash, got->size, lim->rate, fd, deadline, &got->fetched, buf, hex,
+	    err)) != 0)
 		goto out;
-	if (hash_fd(fd, hex, buf, MARO_BUNDLE_CHUNK) < 0) {
-		rc = fail(err, MARO_BUNDLE_IO, "cannot read the bundle back: %s", strerror(errno));
-		goto out;
-	}
 	if (strcmp(hex, got->hash)) {
 		rc = fail(err, MARO_BUNDLE_HOSTILE, "the bundle of '%s' does not hash to its name %.12s... "
 		    "(its bytes hash to %.12s...)", server, got->hash, hex);
