@@ -154,6 +154,7 @@ main(int argc, char **argv)
 	test_joblog();
 	test_stats();
 	test_scheduler();
+	test_bundle();
 	printf("unit: %d passed, %d failed\n", unit_passed, unit_failed);
 	return unit_failed ? 1 : 0;
 }

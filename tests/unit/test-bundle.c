@@ -1,0 +1,103 @@
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "bundle.h"
+#include "unit.h"
+
+static const struct maro_bundle_limits lim = { 1 << 20, 1 << 16, 1 << 30, 0 };
+
+/* Unpacks the n bytes of stream s into a fresh directory under base: the fault. */
+static int
+unpack(const char *base, const char *s, size_t n, const char *into)
+{
+	char path[4096];
+	struct maro_err err;
+	FILE *f = tmpfile();
+	int rc;
+
+	fwrite(s, 1, n, f);
+	fflush(f);
+	snprintf(path, sizeof path, "%s/%s", base, into);
+	rewind(f);
+	rc = maro_bundle_unpack(fileno(f), path, &lim, &err);
+	fclose(f);
+	return rc;
+}
+
+#define UNPACK(s, into) unpack(base, s, sizeof s - 1, into)
+
+void
+test_bundle(void)
+{
+	char base[] = "/tmp/maro-unit-bundle.XXXXXX", path[4200], link[64];
+	struct stat st;
+	struct maro_bundle_srv srv;
+	struct maro_err err;
+	struct maro_buf out = { 0 };
+	char why[300];
+	unsigned char sum[crypto_hash_sha256_BYTES];
+	char hex[2 * crypto_hash_sha256_BYTES + 1];
+	ssize_t k;
+	int fd;
+
+	if (!mkdtemp(base)) {
+		CHECK(0);
+		return;
+	}
+	/* a good one: a directory, an executable, a link inside, modes kept but set-uid */
+	CHECK(UNPACK("maro-bundle 1\nd 0750 d\nf 4755 2 d/x\nx\nl 3 d/l\nd/xf 0600 0 e\ne\n", "ok") == 0);
+	snprintf(path, sizeof path, "%s/ok/d/x", base);
+	CHECK(stat(path, &st) == 0 && (st.st_mode & 07777) == 0755 && st.st_size == 2);
+	snprintf(path, sizeof path, "%s/ok/d/l", base);
+	CHECK((k = readlink(path, link, sizeof link)) == 3 && !memcmp(link, "d/x", 3));
+	snprintf(path, sizeof path, "%s/ok/e", base);
+	CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0600 && st.st_size == 0);
+	/* hostile or broken */
+	CHECK(UNPACK("not a bundle\ne\n", "h1") == MARO_BUNDLE_HOSTILE);
+	CHECK(UNPACK("maro-bundle 1\nf 0644 2 a\nx\n", "h2") == MARO_BUNDLE_HOSTILE);	/* no end */
+	CHECK(UNPACK("maro-bundle 1\nf 0644 9 a\nx\ne\n", "h3") == MARO_BUNDLE_HOSTILE);	/* cut short */
+	CHECK(UNPACK("maro-bundle 1\ne\nmore", "h4") == MARO_BUNDLE_HOSTILE);
+	CHECK(UNPACK("maro-bundle 1\nf 0644 1 a\nxf 0644 1 a\nye\n", "h5") == MARO_BUNDLE_HOSTILE);	/* twice */
+	CHECK(UNPACK("maro-bundle 1\nd 0755 a\nd 0755 a\ne\n", "h6") == MARO_BUNDLE_HOSTILE);
+	CHECK(UNPACK("maro-bundle 1\nf 0644 1 a/../../b\nxe\n", "h7") == MARO_BUNDLE_HOSTILE);
+	CHECK(UNPACK("maro-bundle 1\nf 0644 1 ./a\nxe\n", "h8") == MARO_BUNDLE_HOSTILE);
+	CHECK(UNPACK("maro-bundle 1\nf 0644 1 a//b\nxe\n", "h9") == MARO_BUNDLE_HOSTILE);
+	CHECK(UNPACK("maro-bundle 1\nf 0644 1 no/parent\nxe\n", "h10") == MARO_BUNDLE_HOSTILE);
+	CHECK(UNPACK("maro-bundle 1\nl 4 l\n../ae\n", "h11") == MARO_BUNDLE_HOSTILE);
+	CHECK(UNPACK("maro-bundle 1\nl 6 l\na/../be\n", "h12") == MARO_BUNDLE_HOSTILE);
+	CHECK(UNPACK("maro-bundle 1\nf 99999 1 a\nxe\n", "h13") == MARO_BUNDLE_HOSTILE);	/* mode */
+	CHECK(UNPACK("maro-bundle 1\nf 0644 x a\nxe\n", "h14") == MARO_BUNDLE_HOSTILE);
+	CHECK(UNPACK("maro-bundle 1\nc 0644 a\ne\n", "h15") == MARO_BUNDLE_HOSTILE);
+	CHECK(UNPACK("maro-bundle 1\nf 0644 70000 a\n", "h16") == MARO_BUNDLE_HOSTILE);	/* file max */
+	CHECK(UNPACK("maro-bundle 1\nl 0 l\ne\n", "h17") == MARO_BUNDLE_HOSTILE);
+	CHECK(UNPACK("maro-bundle 1\nl 2 l\na\0e\n", "h18") == MARO_BUNDLE_HOSTILE);	/* a NUL */
+	/* a directory that is there already is no place to unpack */
+	CHECK(UNPACK("maro-bundle 1\ne\n", "ok") == MARO_BUNDLE_IO);
+
+	/* the server: a packed file, its name and size, its chunks, and refusals */
+	snprintf(path, sizeof path, "%s/packed", base);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	CHECK(fd >= 0 && write(fd, "maro-bundle 1\ne\n", 16) == 16);
+	close(fd);
+	crypto_hash_sha256(sum, (const unsigned char *)"maro-bundle 1\ne\n", 16);
+	sodium_bin2hex(hex, sizeof hex, sum, sizeof sum);
+	CHECK(maro_bundle_srv_open(&srv, path, &err) == 0 && srv.size == 16 && !strcmp(srv.hash, hex));
+	CHECK(maro_bundle_srv_answer(&srv, (const uint8_t *)"\x60", 1, &out, why, sizeof why) == 0 &&
+	    out.len == 1 + 1 + 64 + 3 && !memcmp(out.p + 2, srv.hash, 64) && !memcmp(out.p + 66, " 16", 3));
+	snprintf(why, sizeof why, "%c%c%s 8", 0x78, 66, srv.hash);
+	CHECK(maro_bundle_srv_answer(&srv, (const uint8_t *)why, 68, &out, why, sizeof why) == 0 &&
+	    out.len == 9 && out.p[0] == 0x48 && !memcmp(out.p + 1, "dle 1\ne\n", 8));
+	snprintf(why, sizeof why, "%c%c%s 99", 0x78, 67, srv.hash);
+	CHECK(maro_bundle_srv_answer(&srv, (const uint8_t *)why, 69, &out, why, sizeof why) < 0);
+	CHECK(maro_bundle_srv_answer(&srv, (const uint8_t *)"\x01", 1, &out, why, sizeof why) < 0);
+	maro_bundle_srv_close(&srv);
+	maro_buf_free(&out);
+	snprintf(path, sizeof path, "rm -rf '%s'", base);
+	CHECK(system(path) == 0);
+}
