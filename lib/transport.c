@@ -515,6 +515,14 @@ zmq_connect_outbox(struct maro_ctx *c, const char *endpoint)
 	struct zsock *z;
 	int ivl = 100, max = 1000;
 
+	/*
+	 * tcp:// and ipc:// only, whatever the registry says: the tools carry
+	 * no other transport of libzmq's (lib/zmq-static.c)
+	 */
+	if (!maro_endpoint_valid(endpoint)) {
+		errno = EPROTONOSUPPORT;
+		return NULL;
+	}
 	/* the connection's two, and two to spare for the registry's look-ups */
 	if (!maro_fds_free(4)) {
 		errno = EMFILE;
