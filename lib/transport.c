@@ -102,14 +102,18 @@ ipc_cleanup(struct maro_ctx *c)
 /*
  * A context takes 1023 sockets by default, so a broadcast to a thousand
  * peers failed with EMFILE however high ulimit -n was: as many as the
- * descriptors allow (one each at least), within libzmq's own limit.
+ * descriptors allow (one each at least), within libzmq's own limit.  A
+ * tool that knows it talks to few peers needs three sockets for each (its
+ * connection and the two of the handshake's watch) and a few of its own.
  */
 static void
-raise_socket_limit(void *zmq)
+raise_socket_limit(void *zmq, size_t peers)
 {
 	struct rlimit rl;
 	int want = 65535, most = zmq_ctx_get(zmq, ZMQ_SOCKET_LIMIT);
 
+	if (peers && peers < 10000)
+		want = (int)peers * 3 + 64;
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
 	    rl.rlim_cur < (rlim_t)want)
 		want = (int)rl.rlim_cur;
@@ -206,7 +210,7 @@ maro_ctx_open(const struct maro_ctx_opts *o, char *errbuf, size_t errlen)
 		maro_errbuf_set(errbuf, errlen, "cannot create a ZeroMQ context: %s", zmq_strerror(errno));
 		goto fail;
 	}
-	raise_socket_limit(c->zmq);
+	raise_socket_limit(c->zmq, o->peers);
 	if (c->key && !(c->zap = maro_zap_start(c->zmq, c->key->public_z85))) {
 		maro_errbuf_set(errbuf, errlen, "cannot start the authentication handler: %s", zmq_strerror(errno));
 		goto fail;

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -150,6 +151,37 @@ test_connect_refused(struct maro_ctx *c)
 	}
 }
 
+/*
+ * libzmq's table of sockets: as many as the descriptors allow when the
+ * peers are not known, libzmq's 1023 for a receiver, three a peer and
+ * some to spare for a sender to many.
+ */
+static void
+test_socket_limit(const struct maro_ctx_opts *base)
+{
+	struct maro_ctx_opts o = *base;
+	struct maro_ctx *c;
+	struct rlimit rl;
+	char err[512];
+	int fds = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? (int)rl.rlim_cur : 65535;
+	static const size_t peers[] = { 0, 1, 300, 400 };
+	int want[4];
+	size_t i;
+
+	want[0] = fds < 1023 ? 1023 : fds > 65535 ? 65535 : fds;
+	want[1] = want[2] = 1023;
+	want[3] = fds < 1023 ? 1023 : fds < 400 * 3 + 64 ? fds : 400 * 3 + 64;
+	for (i = 0; i < 4; i++) {
+		o.peers = peers[i];
+		c = maro_ctx_open(&o, err, sizeof err);
+		CHECK(c != NULL);
+		if (!c)
+			continue;
+		CHECK(zmq_ctx_get(c->zmq, ZMQ_MAX_SOCKETS) == want[i]);
+		maro_ctx_close(c);
+	}
+}
+
 void
 test_transport(void)
 {
@@ -173,6 +205,7 @@ test_transport(void)
 		test_poll(c);
 		test_connect_refused(c);
 		maro_ctx_close(c);
+		test_socket_limit(&o);
 	} else {
 		fprintf(stderr, "transport: %s\n", err);
 	}
