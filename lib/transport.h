@@ -71,7 +71,7 @@ struct maro_ctx_opts {
 	size_t max_message;		/* 0: $MARO_MAX_SIZE, else 16 MiB */
 	size_t window;			/* 0: $MARO_WINDOW, else 4096 */
 	/* from the environment only: MARO_MAX_DEPTH (64), MARO_MAX_PENDING (65536),
-	 * MARO_WINDOW_BYTES (4 MiB) */
+	 * MARO_WINDOW_BYTES (2 MiB) */
 	const char *keyfile;		/* NULL: $MARO_KEYFILE; NULL or "": no CURVE */
 	/*
 	 * The most peers the tool connects to, when it knows (a receiver: 1);
