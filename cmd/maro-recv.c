@@ -181,6 +181,7 @@ main(int argc, char **argv)
 	if ((f.by_session && f.sessions.used == 0) || (a.counted && count == 0))
 		return 0;	/* no session to wait for, or no message to take: done */
 
+	cm.co.peers = 1;	/* an inbox, connected to no one (transport.h) */
 	c = maro_tool_open(&cm, &deadline);
 	ib = maro_tool_inbox(c, &cm, NULL);
 	maro_info("joined group '%s' as '%s'", c->group, name);

@@ -233,6 +233,8 @@ main(int argc, char **argv)
 		maro_warn("reading CBOR messages from the terminal (build them with -t, or pipe maro-msg)");
 	}
 
+	if (!prefix)
+		cm.co.peers = s.t.npeers;	/* -p: so many, and no more (transport.h) */
 	s.t.c = maro_tool_open(&cm, &deadline);
 	if ((status = maro_tool_expect(s.t.c, &cm, deadline)) != 0)
 		goto out;

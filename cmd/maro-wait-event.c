@@ -119,6 +119,7 @@ main(int argc, char **argv)
 		return MARO_EXIT_USAGE;
 	}
 
+	cm.co.peers = 1;	/* an inbox, connected to no one (transport.h) */
 	c = maro_tool_open(&cm, &deadline);
 	ib = maro_tool_inbox(c, &cm, NULL);
 	maro_writer_init(&out, STDOUT_FILENO);

@@ -18,12 +18,7 @@
 #include <zmq.h>
 
 #include "cli.h"
-#include "expect.h"
-#include "inbox.h"
-#include "outbox.h"
-#include "registry.h"
 #include "trace.h"
-#include "transport.h"
 
 const char *maro_progname = "maro";
 int maro_verbose;
@@ -114,14 +109,17 @@ maro_usage_error(const char *fmt, ...)
 	maro_die(MARO_EXIT_USAGE, "%s; try '%s --help'", line, maro_progname);
 }
 
+/*
+ * The versions of the headers built against, libzmq's as hiredis's and
+ * libcbor's: a call to zmq_version would link libzmq into the tools that
+ * never use it (maro-msg, maro-keygen), and the tools that do carry the
+ * library itself (GNUmakefile, LINK).
+ */
 void
 maro_print_version(void)
 {
-	int zmaj, zmin, zpat;
-
-	zmq_version(&zmaj, &zmin, &zpat);
 	printf("%s %s (libzmq %d.%d.%d, hiredis %d.%d.%d, libcbor %d.%d.%d, jansson %s)\n",
-	    maro_progname, MARO_VERSION, zmaj, zmin, zpat,
+	    maro_progname, MARO_VERSION, ZMQ_VERSION_MAJOR, ZMQ_VERSION_MINOR, ZMQ_VERSION_PATCH,
 	    HIREDIS_MAJOR, HIREDIS_MINOR, HIREDIS_PATCH,
 	    CBOR_MAJOR_VERSION, CBOR_MINOR_VERSION, CBOR_PATCH_VERSION,
 	    jansson_version_str());
@@ -226,111 +224,4 @@ int
 maro_signal_status(void)
 {
 	return maro_signal == SIGTERM ? MARO_EXIT_TERMINATED : MARO_EXIT_INTERRUPTED;
-}
-
-int
-maro_cli_expect_wait(struct maro_registry *r, struct maro_expect *e, size_t n, int64_t deadline)
-{
-	int tty = isatty(STDERR_FILENO), shown = 0;
-	size_t i;
-
-	for (;;) {
-		int64_t t0 = maro_now_us(), pause;
-		int rc = maro_expect_check(r, e, n);
-
-		/*
-		 * a registry too slow to answer before the deadline (its
-		 * timeout is what was left) is the deadline, not a failure
-		 */
-		if (rc < 0 && !(errno == ETIMEDOUT && maro_now_us() >= deadline)) {
-			maro_warn("%s", maro_registry_error(r));
-			return MARO_EXIT_UNAVAILABLE;
-		}
-		if (tty) {
-			char line[512];
-			size_t off = 0;
-
-			for (i = 0; i < n && off < sizeof line - 64; i++)
-				off += (size_t)snprintf(line + off, sizeof line - off, " %s %u/%u",
-				    e[i].type, e[i].have, e[i].n);
-			fprintf(stderr, "\r%s: waiting for peers:%s\033[K", maro_progname, line);
-			shown = 1;
-		}
-		if (rc == 1)
-			break;
-		if (maro_signal)
-			return maro_signal_status();
-		if (maro_now_us() >= deadline) {
-			if (shown)
-				fputc('\n', stderr);
-			for (i = 0; i < n; i++)
-				if (e[i].have < e[i].n)
-					maro_warn("timed out waiting for peers: %s %u of %u live",
-					    e[i].type, e[i].have, e[i].n);
-			return MARO_EXIT_TIMEOUT;
-		}
-		/*
-		 * the registry poll interval (100 ms, or 4 times what the look
-		 * took: a thousand members are not read again and again while
-		 * they join), or what is left of the run
-		 */
-		pause = (maro_now_us() - t0) * 4;
-		usleep((useconds_t)maro_budget_us(pause > 100000 ? (pause < 2000000 ? pause : 2000000) : 100000, 0));
-	}
-	if (shown)
-		fputc('\n', stderr);
-	return 0;
-}
-
-void
-maro_cli_report_rejected(struct maro_ctx *c)
-{
-	static unsigned long seen;
-	char addr[64];
-	unsigned long n = maro_ctx_rejected(c, addr, sizeof addr);
-
-	if (n > seen)
-		maro_warn("rejected %lu connection%s without the group key (last: %s); still serving",
-		    n - seen, n - seen == 1 ? "" : "s", addr);
-	seen = n;
-}
-
-int
-maro_cli_report_outbox(struct maro_outbox *ob)
-{
-	static int said[4];
-	char name[MARO_NAME_MAX + 1];
-	int err = maro_outbox_error(ob, name), i;
-	struct rlimit rl;
-
-	if (!err)
-		return 0;
-	for (i = 0; i < 4 && said[i]; i++)
-		if (said[i] == err)
-			return err;
-	if (i < 4)
-		said[i] = err;
-	if (err == EKEYREJECTED)
-		maro_warn("'%s' refused our connection for want of the group key: %s", name,
-		    maro_outbox_refusal(ob));
-	else if (err == EMFILE && getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
-		maro_warn("cannot connect to '%s': out of file descriptors (the limit is %llu): "
-		    "raise it (ulimit -n) or send to fewer peers; still trying", name,
-		    (unsigned long long)rl.rlim_cur);
-	else
-		maro_warn("cannot connect to '%s': %s; still trying", name, strerror(err));
-	return err;
-}
-
-void
-maro_cli_report_malformed(struct maro_inbox *ib)
-{
-	static uint64_t seen;
-	uint64_t n = maro_inbox_rejected(ib);
-
-	if (n > seen)
-		maro_warn("dropped %llu malformed or oversized frame%s or message%s, unacknowledged (see "
-		    "LIMITS in maro(7))", (unsigned long long)(n - seen), n - seen == 1 ? "" : "s",
-		    n - seen == 1 ? "" : "s");
-	seen = n;
 }

@@ -2,7 +2,12 @@
  * http: a read-only HTTP server over libmicrohttpd (http.h).  The socket
  * is ours (so a failed bind says why); libmicrohttpd runs on its epoll
  * descriptor, polled here, with no thread of its own.
+ *
+ * libmicrohttpd is loaded when a server opens, not when the tool starts:
+ * with GnuTLS it is ten shared libraries more, which cost maro-peers some
+ * 2 ms of every start it makes without --serve (make bench, start-up).
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <netdb.h>
 #include <poll.h>
@@ -27,6 +32,19 @@ struct maro_http {
 	char addr[300];
 };
 
+/* What is used of libmicrohttpd, once loaded (mhd_load). */
+static struct {
+	__typeof__(MHD_start_daemon) *start_daemon;
+	__typeof__(MHD_stop_daemon) *stop_daemon;
+	__typeof__(MHD_get_daemon_info) *get_daemon_info;
+	__typeof__(MHD_get_timeout) *get_timeout;
+	__typeof__(MHD_run) *run;
+	__typeof__(MHD_create_response_from_buffer) *create_response_from_buffer;
+	__typeof__(MHD_add_response_header) *add_response_header;
+	__typeof__(MHD_queue_response) *queue_response;
+	__typeof__(MHD_destroy_response) *destroy_response;
+} mhd;
+
 #define CSP "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; " \
 	"connect-src 'self'; img-src data:"
 
@@ -34,20 +52,20 @@ static enum MHD_Result
 queue(struct MHD_Connection *c, unsigned status, const char *type, const void *p, size_t n,
     const char *allow)
 {
-	struct MHD_Response *res = MHD_create_response_from_buffer(n, (void *)p,
+	struct MHD_Response *res = mhd.create_response_from_buffer(n, (void *)p,
 	    MHD_RESPMEM_MUST_COPY);
 	enum MHD_Result rc;
 
 	if (!res)
 		return MHD_NO;
-	MHD_add_response_header(res, MHD_HTTP_HEADER_CONTENT_TYPE, type);
-	MHD_add_response_header(res, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-	MHD_add_response_header(res, "Content-Security-Policy", CSP);
-	MHD_add_response_header(res, "X-Content-Type-Options", "nosniff");
+	mhd.add_response_header(res, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	mhd.add_response_header(res, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	mhd.add_response_header(res, "Content-Security-Policy", CSP);
+	mhd.add_response_header(res, "X-Content-Type-Options", "nosniff");
 	if (allow)
-		MHD_add_response_header(res, MHD_HTTP_HEADER_ALLOW, allow);
-	rc = MHD_queue_response(c, status, res);
-	MHD_destroy_response(res);
+		mhd.add_response_header(res, MHD_HTTP_HEADER_ALLOW, allow);
+	rc = mhd.queue_response(c, status, res);
+	mhd.destroy_response(res);
 	return rc;
 }
 
@@ -154,13 +172,49 @@ listen_on(const char *addr, char *bound, size_t blen, char *errbuf, size_t errle
 	return fd;
 }
 
+/*
+ * Loads libmicrohttpd, by the soname the linker would have recorded (its
+ * ABI: another soname is another interface), once.  0, or -1.
+ */
+static int
+mhd_load(char *errbuf, size_t errlen)
+{
+	void *lib;
+
+	if (mhd.destroy_response)
+		return 0;
+	if (!(lib = dlopen("libmicrohttpd.so.12", RTLD_NOW | RTLD_LOCAL)))
+		return fail(errbuf, errlen, ENOENT, "cannot load libmicrohttpd: %s", dlerror());
+#define MHD_SYM(f) \
+	if (!(*(void **)&mhd.f = dlsym(lib, "MHD_" #f))) \
+		goto missing
+	MHD_SYM(start_daemon);
+	MHD_SYM(stop_daemon);
+	MHD_SYM(get_daemon_info);
+	MHD_SYM(get_timeout);
+	MHD_SYM(run);
+	MHD_SYM(create_response_from_buffer);
+	MHD_SYM(add_response_header);
+	MHD_SYM(queue_response);
+	MHD_SYM(destroy_response);
+#undef MHD_SYM
+	return 0;
+missing:
+	fail(errbuf, errlen, ENOENT, "cannot load libmicrohttpd: %s", dlerror());
+	memset(&mhd, 0, sizeof mhd);
+	dlclose(lib);
+	return -1;
+}
+
 struct maro_http *
 maro_http_open(const char *addr, maro_http_fn fn, void *arg, char *errbuf, size_t errlen)
 {
-	struct maro_http *h = calloc(1, sizeof *h);
+	struct maro_http *h;
 	const union MHD_DaemonInfo *di;
 
-	if (!h) {
+	if (mhd_load(errbuf, errlen) < 0)
+		return NULL;
+	if (!(h = calloc(1, sizeof *h))) {
 		fail(errbuf, errlen, ENOMEM, "out of memory");
 		return NULL;
 	}
@@ -170,10 +224,10 @@ maro_http_open(const char *addr, maro_http_fn fn, void *arg, char *errbuf, size_
 		free(h);
 		return NULL;
 	}
-	h->d = MHD_start_daemon(MHD_USE_EPOLL, 0, NULL, NULL, answer, h,
+	h->d = mhd.start_daemon(MHD_USE_EPOLL, 0, NULL, NULL, answer, h,
 	    MHD_OPTION_LISTEN_SOCKET, h->fd, MHD_OPTION_CONNECTION_LIMIT, (unsigned)64,
 	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10, MHD_OPTION_END);
-	if (!h->d || !(di = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_EPOLL_FD))) {
+	if (!h->d || !(di = mhd.get_daemon_info(h->d, MHD_DAEMON_INFO_EPOLL_FD))) {
 		fail(errbuf, errlen, EPROTO, "cannot serve on %s: libmicrohttpd would not start", addr);
 		maro_http_close(h);
 		return NULL;
@@ -195,11 +249,11 @@ maro_http_run(struct maro_http *h, long ms)
 	MHD_UNSIGNED_LONG_LONG t;
 	struct pollfd pfd = { h->epfd, POLLIN, 0 };
 
-	if (MHD_get_timeout(h->d, &t) == MHD_YES && t < (MHD_UNSIGNED_LONG_LONG)ms)
+	if (mhd.get_timeout(h->d, &t) == MHD_YES && t < (MHD_UNSIGNED_LONG_LONG)ms)
 		ms = (long)t;
 	if (poll(&pfd, 1, (int)ms) < 0 && errno != EINTR)
 		return -1;
-	return MHD_run(h->d) == MHD_YES ? 0 : -1;
+	return mhd.run(h->d) == MHD_YES ? 0 : -1;
 }
 
 void
@@ -208,7 +262,7 @@ maro_http_close(struct maro_http *h)
 	if (!h)
 		return;
 	if (h->d)
-		MHD_stop_daemon(h->d);
+		mhd.stop_daemon(h->d);
 	if (h->fd >= 0)
 		close(h->fd);
 	maro_buf_free(&h->rep.body);

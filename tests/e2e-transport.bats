@@ -157,6 +157,34 @@ kill_midstream() {
 	[ "$(maro-msg -f json < out | wc -l)" -eq 100 ]
 }
 
+@test "by default a stalled receiver holds a sender of large messages to 2 MiB of them" {
+	# 100 messages of 64 KiB; 31 of them fill the default byte window, in
+	# more than a second here: the stalled receiver's entry must outlive it
+	export MARO_TTL=10s
+	printf '{"tag":"n","session_type":"notification","payload":"%s"}\n' "$(head -c 65536 /dev/zero | tr '\0' x)" |
+		maro-msg -i json > one.cbor
+	bg 60 maro-recv -n sink -C 100 -f cbor > out
+	recv=$BG_PID
+	wait_until 10 is_live sink
+	kill -STOP "$(child_pid "$recv" maro-recv)"
+	mkfifo feed
+	bg 60 sh -c 'i=0; while [ $i -lt 100 ]; do cat one.cbor || exit 1; i=$((i + 1)); echo $i > fed; done > feed'
+	bg 60 sh -c 'unset MARO_WINDOW_BYTES; maro-send -p sink -q -W 50s < feed 2> send.err'
+	send=$BG_PID
+	wait_until 10 has_lines fed 1
+	wait_until 10 [ "$(cat fed)" -ge 10 ]
+	# not readiness: two seconds in which the sender must take no more than
+	# its window, the pipe's 64 KiB and one read buffer (4 MiB: 65)
+	sleep 2
+	echo "# taken while the receiver stalls: $(cat fed) of 100" >&3
+	[ "$(cat fed)" -le 40 ]
+	kill -CONT "$(child_pid "$recv" maro-recv)"
+	wait_exit "$send" 50
+	[ "$status" -eq 0 ] || { cat send.err; false; }
+	wait_exit "$recv" 10
+	[ "$status" -eq 0 ]
+}
+
 @test "a receiver that exits right after its last message: the sender has its acknowledgement" {
 	# 30 rounds: the receiver takes one message and exits at once; a lost
 	# acknowledgement would keep the sender retrying to -W (124)

@@ -1,6 +1,8 @@
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -125,6 +127,61 @@ test_poll(struct maro_ctx *c)
 	dr->close(in, 0);
 }
 
+/*
+ * Only tcp:// and ipc:// are connected to, whatever an entry says: the
+ * tools carry none of libzmq's other transports (lib/zmq-static.c).
+ */
+static void
+test_connect_refused(struct maro_ctx *c)
+{
+	static const char *const bad[] = {
+		"pgm://127.0.0.1;239.192.1.1:5555", "epgm://127.0.0.1;239.192.1.1:5555",
+		"norm://127.0.0.1:5555", "udp://127.0.0.1:5555", "inproc://x", "tcp://*:5555",
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof bad / sizeof *bad; i++) {
+		void *s;
+
+		errno = 0;
+		s = c->driver->connect(c, bad[i]);
+		CHECK(s == NULL && errno == EPROTONOSUPPORT);
+		if (s)
+			c->driver->close(s, 0);
+	}
+}
+
+/*
+ * libzmq's table of sockets: as many as the descriptors allow when the
+ * peers are not known, libzmq's 1023 for a receiver, three a peer and
+ * some to spare for a sender to many.
+ */
+static void
+test_socket_limit(const struct maro_ctx_opts *base)
+{
+	struct maro_ctx_opts o = *base;
+	struct maro_ctx *c;
+	struct rlimit rl;
+	char err[512];
+	int fds = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? (int)rl.rlim_cur : 65535;
+	static const size_t peers[] = { 0, 1, 300, 400 };
+	int want[4];
+	size_t i;
+
+	want[0] = fds < 1023 ? 1023 : fds > 65535 ? 65535 : fds;
+	want[1] = want[2] = 1023;
+	want[3] = fds < 1023 ? 1023 : fds < 400 * 3 + 64 ? fds : 400 * 3 + 64;
+	for (i = 0; i < 4; i++) {
+		o.peers = peers[i];
+		c = maro_ctx_open(&o, err, sizeof err);
+		CHECK(c != NULL);
+		if (!c)
+			continue;
+		CHECK(zmq_ctx_get(c->zmq, ZMQ_MAX_SOCKETS) == want[i]);
+		maro_ctx_close(c);
+	}
+}
+
 void
 test_transport(void)
 {
@@ -146,7 +203,9 @@ test_transport(void)
 	CHECK(c != NULL);
 	if (c) {
 		test_poll(c);
+		test_connect_refused(c);
 		maro_ctx_close(c);
+		test_socket_limit(&o);
 	} else {
 		fprintf(stderr, "transport: %s\n", err);
 	}

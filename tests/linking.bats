@@ -1,0 +1,40 @@
+#!/usr/bin/env bats
+# What a tool loads when it starts.  Built as the GNUmakefile does by
+# default (LINK=static), libzmq, hiredis, jansson and libsodium are in
+# the binary and a tool needs only libcbor, libm and libc, so that its
+# start costs little more than an exec (make bench, "start-up");
+# maro-peers loads libmicrohttpd when it serves (lib/http.c).  A
+# sanitizer's runtime is let be; LINK=shared (MARO_LINK, from make test)
+# loads the libraries on purpose.
+
+load helpers
+
+# needed TOOL: the shared libraries TOOL names, one a line, sorted; not
+# the dynamic loader, which loads every program (the unwinder asks it
+# where code is)
+needed() {
+	readelf -d "$MARO_BIN/$1" | sed -n 's/.*(NEEDED).*\[\(.*\)\]$/\1/p' |
+		grep -Ev '^(ld-linux|lib(asan|ubsan|tsan|lsan)\.so)' | sort
+}
+
+@test "every tool needs only libcbor, libm and libc (maro-peers loads libmicrohttpd when it serves)" {
+	[ "${MARO_LINK:-static}" = static ] || skip "built with LINK=${MARO_LINK}: the shared libraries on purpose"
+	command -v readelf > /dev/null || skip "no readelf (binutils)"
+	local t want
+	for t in maro-bcast maro-dist maro-keygen maro-msg maro-peers maro-pool maro-recv \
+	    maro-scatter maro-send maro-wait-event; do
+		want=$'libc.so.6\nlibcbor.so.0.8\nlibm.so.6'
+		run -0 needed "$t"
+		assert_output "$want"
+	done
+}
+
+@test "maro-msg, which talks to no peer, carries no libzmq; maro-send carries it and says its version" {
+	[ "${MARO_LINK:-static}" = static ] || skip "built with LINK=${MARO_LINK}: the shared libraries on purpose"
+	run -0 nm "$MARO_BIN/maro-msg"
+	refute_output --partial zmq_ctx_new
+	run -0 nm "$MARO_BIN/maro-send"
+	assert_output --partial zmq_ctx_new
+	run -0 maro-send -V
+	assert_output --regexp "\(libzmq $(pkg-config --modversion libzmq 2>/dev/null || echo '[0-9.]+'),"
+}
