@@ -182,7 +182,9 @@ always_listed() {
 	seq 2000 | awk '{ print $1 * $1 }' | sort > expected
 	sort answers | cmp - expected
 	# no worker exited
-	kill -0 "$w1" && kill -0 "$w2" && kill -0 "$w3"
+	kill -0 "$w1"
+	kill -0 "$w2"
+	kill -0 "$w3"
 	# the old primary comes back empty and says it is a primary (stale):
 	# a tool started then asks the sentinels, and finds the workers
 	ts restart "$old" 5>&-
@@ -198,6 +200,9 @@ always_listed() {
 	[ "$(cat late.out)" = 5 ]
 	wait_until 40 replica_of_primary "$old"
 	run maro-peers -f json -W 10s
+	assert_success
 	[ "$(grep -c '"name":"worker\.' <<< "$output")" -eq 3 ]
-	kill -0 "$w1" && kill -0 "$w2" && kill -0 "$w3"
+	kill -0 "$w1"
+	kill -0 "$w2"
+	kill -0 "$w3"
 }
