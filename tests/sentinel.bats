@@ -109,6 +109,17 @@ bring_back() {
 watch_peers() {
 	bg 120 sh -c 'until [ -f stop ]; do maro-peers -f json -W 10s 2>&1; echo --; done > listings'
 }
+# now_ms PORT: that server's clock, ms
+now_ms() { timeout 5 redis-cli -h 127.0.0.1 -p "$1" time | awk 'NR == 1 { s = $1 } NR == 2 { printf "%d%03d\n", s, $1 / 1000 }'; }
+# beat_since PORT MS NAME...: each NAME heartbeated on that server at MS or later
+beat_since() {
+	local port=$1 since=$2 n hb
+	shift 2
+	for n in "$@"; do
+		hb=$(timeout 5 redis-cli -h 127.0.0.1 -p "$port" hget "maro:$MARO_GROUP:m:$n" hb)
+		[ -n "$hb" ] && [ "$hb" -ge "$since" ] || return 1
+	done
+}
 # every listing that succeeded names NAME (a failed one says why)
 always_listed() {
 	awk -v want="\"name\":\"$1\"" '
@@ -136,6 +147,9 @@ always_listed() {
 	# the next part flows while the sentinels elect a new primary
 	cat b.cbor >&5
 	wait_until 20 primary_is_not "$old"
+	# the receiver heartbeats on the new primary
+	since=$(now_ms "$p")
+	wait_until 10 beat_since "$p" "$since" sink
 	wait_until 60 has_lines out 70000
 	: > stop
 	wait_exit "$BG_PID" 20
@@ -169,6 +183,9 @@ always_listed() {
 	ts kill "$old"
 	wait_until 20 primary_is_not "$old"
 	[ "$(lines answers)" -lt 2000 ]	# the failover came in the middle
+	# every worker heartbeats on the new primary
+	since=$(now_ms "$p")
+	wait_until 10 beat_since "$p" "$since" worker.1 worker.2 worker.3
 	wait_until 60 has_lines answers 1800
 	: > stop
 	wait_exit "$BG_PID" 20
