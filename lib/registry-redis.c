@@ -702,7 +702,8 @@ connect_primary(struct maro_registry *r, int joining)
 		char last[sizeof r->err];
 
 		memcpy(last, r->err, sizeof last);
-		maro_registry_fail(r, 0, "no primary of '%s' answers (%s)", d->master, last);
+		maro_registry_fail(r, 0, "no %s of '%s' answers (%s)", err == EAGAIN ? "primary" :
+		    "sentinel", d->master, last);
 		err = err == EAGAIN ? EHOSTUNREACH : err;
 	}
 	errno = err;

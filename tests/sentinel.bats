@@ -60,6 +60,14 @@ bring_back() {
 	run --separate-stderr timeout 10 maro-peers --registry "${MARO_REGISTRY%/mymaster}/nosuch"
 	[ "$status" -eq 69 ]
 	[[ "$stderr" == *"no sentinel knows a master 'nosuch'"* ]]
+	# one set of credentials: a user the sentinels do not have is refused
+	run --separate-stderr timeout 10 maro-peers --registry "redis+sentinel://u:pw-s3cret@${MARO_REGISTRY#redis+sentinel://}"
+	[ "$status" -eq 69 ]
+	[[ "$stderr" == *"sentinel authentication failed at 127.0.0.1:"* ]]
+	[[ "$stderr" != *s3cret* ]]
+	# a password alone is ignored by servers that have none
+	run timeout 10 maro-peers --registry "redis+sentinel://:pw@${MARO_REGISTRY#redis+sentinel://}"
+	assert_success
 	# a dead sentinel first in the list: the next one answers
 	run timeout 10 maro-peers --registry "redis+sentinel://127.0.0.1:1,${MARO_REGISTRY#redis+sentinel://}"
 	assert_success
