@@ -137,6 +137,22 @@ always_listed() {
 		END { print n " listings, " bad + 0 " without it"; exit bad > 0 || n < 2 }' listings
 }
 
+@test "sentinel: after a lost connection each entry is written whole, not renewed" {
+	bg 60 maro-recv -n sink -f payload > /dev/null
+	wait_until 10 is_live sink
+	p=$(ts primary)
+	key="maro:$MARO_GROUP:m:sink"
+	# what a failover loses: the entry there is not the one last written
+	run timeout 5 redis-cli -h 127.0.0.1 -p "$p" hset "$key" ncpu 999 stats in=0
+	assert_output 0
+	# the tools' connections drop, as when their primary goes
+	timeout 5 redis-cli -h 127.0.0.1 -p "$p" client kill type normal
+	# the next heartbeat writes every field again (a renewal would leave
+	# them for 20 s)
+	wait_until 5 sh -c "[ \"\$(redis-cli -h 127.0.0.1 -p $p hget $key ncpu)\" = $(getconf _NPROCESSORS_ONLN) ]"
+	is_live sink
+}
+
 @test "sentinel: kill -9 of the primary mid-stream of 100,000: nothing lost, nobody gone, no exit" {
 	mkfifo feed
 	numbers 1 40000 > a.cbor
