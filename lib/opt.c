@@ -14,7 +14,7 @@
 static const struct maro_opt shared[MARO_SH_COUNT_] = {
 	[MARO_SH_NAME] = { "name", 'n', "NAME", "this component's name", "MARO_NAME", 0, 0, 0 },
 	[MARO_SH_GROUP] = { "group", 'g', "GROUP", "the group (default 'maro')", "MARO_GROUP", 0, 0, 0 },
-	[MARO_SH_REGISTRY] = { "registry", 0, "URL", "redis://HOST:PORT[/DB] or dir:PATH",
+	[MARO_SH_REGISTRY] = { "registry", 0, "URL", "redis://HOST:PORT[/DB], redis+sentinel://HOST:PORT[,...]/MASTER[/DB] or dir:PATH",
 	    "MARO_REGISTRY", 0, 0, 0 },
 	[MARO_SH_KEYFILE] = { "keyfile", 0, "FILE", "the group key (CURVE): only its holders talk",
 	    "MARO_KEYFILE", 0, 0, 0 },

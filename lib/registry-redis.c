@@ -1,5 +1,6 @@
 /*
- * registry-redis: the backend for many hosts (redis://[user:password@]host:port[/db]).
+ * registry-redis: the backend for many hosts (redis://[user:password@]host:port[/db],
+ * or redis+sentinel://[user:password@]host[:port][,host[:port]...]/master[/db]).
  *
  *   maro:GROUP:m:NAME   hash: the entry's fields (registry-impl.h) plus
  *                       token (the owner's), hb (server clock, ms), ttl
@@ -15,6 +16,16 @@
  * written every REWRITE_MS, or when it changed.  Times come from the server's clock (TIME), so hosts need not
  * agree on the time.  A lost connection is reopened at the next call; a
  * server that restarted empty gets the entries back at the next heartbeat.
+ *
+ * Sentinel: the primary's address is asked of the sentinels (SENTINEL
+ * get-master-addr-by-name, each in the URL's order), and trusted only when
+ * it says so itself (ROLE).  A lost connection, or a -READONLY reply (a
+ * primary demoted), asks them again, every 50 to 250 ms until a primary
+ * answers, for the TTL at most (or what is left of -W): a call made during
+ * a failover waits for it.  The address is never reused without asking:
+ * an old primary restarted says it is a primary, empty, until the
+ * sentinels demote it.  After any new connection every entry is written
+ * whole at its next heartbeat (the replica promoted may lack the last writes).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -23,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include <hiredis/hiredis.h>
 
@@ -42,6 +54,15 @@ struct written {
 	char sum[17];			/* fields_sum() of the entry written */
 	uint64_t stats;			/* a hash of its stats */
 	int64_t at_ms;			/* when (this host's wall clock), 0 unused */
+	unsigned epoch;			/* on which connection (rds.epoch) */
+};
+
+#define SENTINELS_MAX 16
+#define SENTINEL_PORT 26379
+
+struct sentinel {
+	char host[256];
+	int port;
 };
 
 struct rds {
@@ -53,6 +74,12 @@ struct rds {
 	char *user, *pass;		/* wiped at close; never in a message */
 	char local[INET6_ADDRSTRLEN];
 	int64_t cmd_us;			/* the command timeout set on c */
+	unsigned epoch;			/* counts connections made */
+	/* redis+sentinel: */
+	struct sentinel sent[SENTINELS_MAX];
+	size_t nsent, first;		/* first: the one that answered last */
+	char master[MARO_NAME_MAX + 1];	/* empty: plain redis:// */
+	int64_t down_us;		/* since when no primary answers (maro_now_us), 0 */
 };
 
 /* The server's clock in ms, as every script starts. */
@@ -203,13 +230,85 @@ digits(const char *s, size_t n, long max, long *out)
 	return 0;
 }
 
+/*
+ * HOST[:PORT] in [p, end): a name, an IPv4 address or an IPv6 one in
+ * brackets; PORT 1 to 65535, defport when absent.
+ */
+static int
+parse_hostport(const char *p, const char *end, char *host, size_t cap, long defport, int *port)
+{
+	const char *colon;
+	size_t hlen;
+	long v = defport;
+
+	if (*p == '[') {
+		const char *close = memchr(p, ']', (size_t)(end - p));
+
+		if (!close)
+			return -1;
+		hlen = (size_t)(close - p - 1);
+		memcpy(host, p + 1, hlen < cap ? hlen : 0);
+		colon = close + 1 < end ? close + 1 : NULL;
+		if (colon && *colon != ':')
+			return -1;
+	} else {
+		colon = memchr(p, ':', (size_t)(end - p));
+		hlen = (size_t)((colon ? colon : end) - p);
+		memcpy(host, p, hlen < cap ? hlen : 0);
+	}
+	if (hlen == 0 || hlen >= cap)
+		return -1;
+	host[hlen] = '\0';
+	if (strcspn(host, " /@?#,") != hlen)
+		return -1;
+	if (colon && (digits(colon + 1, (size_t)(end - colon - 1), 65535, &v) < 0 || v == 0))
+		return -1;
+	*port = (int)v;
+	return 0;
+}
+
+/* After "redis+sentinel://" and the credentials: HOST[:PORT][,HOST[:PORT]...]/MASTER[/DB]. */
+static int
+parse_sentinels(struct rds *d, const char *p)
+{
+	const char *end = p + strcspn(p, "/"), *comma, *m, *slash;
+	size_t mlen, i;
+
+	for (;;) {
+		comma = memchr(p, ',', (size_t)(end - p));
+		if (d->nsent == SENTINELS_MAX ||
+		    parse_hostport(p, comma ? comma : end, d->sent[d->nsent].host,
+		    sizeof d->sent[0].host, SENTINEL_PORT, &d->sent[d->nsent].port) < 0)
+			return -1;
+		d->nsent++;
+		if (!comma)
+			break;
+		p = comma + 1;
+	}
+	if (*end != '/')
+		return -1;
+	m = end + 1;
+	slash = strchr(m, '/');
+	mlen = slash ? (size_t)(slash - m) : strlen(m);
+	if (mlen == 0 || mlen > MARO_NAME_MAX)
+		return -1;
+	for (i = 0; i < mlen; i++)
+		if (!((m[i] >= 'a' && m[i] <= 'z') || (m[i] >= 'A' && m[i] <= 'Z') ||
+		    (m[i] >= '0' && m[i] <= '9') || m[i] == '.' || m[i] == '_' || m[i] == '-'))
+			return -1;
+	memcpy(d->master, m, mlen);
+	d->master[mlen] = '\0';
+	if (slash && digits(slash + 1, strlen(slash + 1), 1L << 30, &d->db) < 0)
+		return -1;
+	return 0;
+}
+
 static int
 parse_url(struct rds *d, const char *url)
 {
-	const char *p = url + strlen("redis://"), *at = strrchr(p, '@'), *end, *colon;
+	int sentinel = !strncmp(url, "redis+sentinel://", 17);
+	const char *p = url + (sentinel ? 17 : strlen("redis://")), *at = strrchr(p, '@'), *end, *colon;
 	const char *env = getenv("MARO_REDIS_PASSWORD");
-	size_t hlen;
-	long port = 6379;
 
 	if (at) {
 		colon = memchr(p, ':', (size_t)(at - p));
@@ -228,29 +327,16 @@ parse_url(struct rds *d, const char *url)
 		}
 		p = at + 1;
 	}
-	end = p + strcspn(p, "/");
-	if (*p == '[') {
-		const char *close = memchr(p, ']', (size_t)(end - p));
-
-		if (!close)
-			return -1;
-		hlen = (size_t)(close - p - 1);
-		memcpy(d->host, p + 1, hlen < sizeof d->host ? hlen : 0);
-		colon = close + 1 < end ? close + 1 : NULL;
-		if (colon && *colon != ':')
+	if (sentinel) {
+		if (parse_sentinels(d, p) < 0)
 			return -1;
 	} else {
-		colon = memchr(p, ':', (size_t)(end - p));
-		hlen = (size_t)((colon ? colon : end) - p);
-		memcpy(d->host, p, hlen < sizeof d->host ? hlen : 0);
+		end = p + strcspn(p, "/");
+		if (parse_hostport(p, end, d->host, sizeof d->host, 6379, &d->port) < 0)
+			return -1;
+		if (*end == '/' && end[1] && digits(end + 1, strlen(end + 1), 1L << 30, &d->db) < 0)
+			return -1;
 	}
-	if (hlen == 0 || hlen >= sizeof d->host || strcspn(d->host, " /@?#") != hlen)
-		return -1;
-	if (colon && (digits(colon + 1, (size_t)(end - colon - 1), 65535, &port) < 0 || port == 0))
-		return -1;
-	d->port = (int)port;
-	if (*end == '/' && end[1] && digits(end + 1, strlen(end + 1), 1L << 30, &d->db) < 0)
-		return -1;
 	if (!d->pass && env && *env && !(d->pass = strdup(env)))
 		return -1;
 	return 0;
@@ -399,6 +485,7 @@ connect_server(struct maro_registry *r)
 			inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, d->local,
 			    sizeof d->local);
 	}
+	d->epoch++;
 	return 0;
 fail:
 	err = errno;
@@ -407,23 +494,256 @@ fail:
 	return -1;
 }
 
+/* A sentinel's connection and command timeout (or what is left of -W). */
+#define SENTINEL_US 500000
+/* Asking the sentinels again while no primary answers: every 50 ms, doubling to 250. */
+#define ASK_FIRST_US 50000
+#define ASK_MAX_US 250000
+
+/*
+ * Asks sentinel i where the primary is: 0 with host and port, or -1:
+ * ENOENT it knows no such master, EACCES it refused the credentials,
+ * else it did not answer.
+ */
+static int
+sentinel_ask(struct maro_registry *r, size_t i, char *host, size_t cap, int *port)
+{
+	struct rds *d = R(r);
+	const struct sentinel *s = &d->sent[i];
+	const char *argv[3];
+	redisContext *c;
+	redisReply *rep = NULL;
+	long v;
+	int argc = 0, rc = -1;
+
+	errno = 0;
+	c = redisConnectWithTimeout(s->host, s->port, budget(SENTINEL_US));
+	if (!c)
+		return maro_registry_fail(r, ENOMEM, "out of memory");
+	if (c->err) {
+		int err = c->err == REDIS_ERR_IO && errno && errno != EINPROGRESS ? errno : ETIMEDOUT;
+
+		maro_registry_fail(r, err, "cannot connect to sentinel at %s:%d: %s", s->host, s->port,
+		    c->errstr);
+		redisFree(c);
+		errno = err;
+		return -1;
+	}
+	redisSetTimeout(c, budget(SENTINEL_US));
+	maro_abort_fd = c->fd;
+	if (d->pass) {
+		argv[argc++] = "AUTH";
+		if (d->user)
+			argv[argc++] = d->user;
+		argv[argc++] = d->pass;
+		rep = redisCommandArgv(c, argc, argv, NULL);
+		if (!rep) {
+			maro_registry_fail(r, ETIMEDOUT, "sentinel at %s:%d: %s", s->host, s->port, c->errstr);
+			goto out;
+		}
+		if (rep->type == REDIS_REPLY_ERROR && !strstr(rep->str, "without any password configured")) {
+			if (is_auth_error(rep->str))
+				maro_registry_fail(r, EACCES, "sentinel authentication failed at %s:%d", s->host,
+				    s->port);
+			else
+				maro_registry_fail(r, EPROTO, "sentinel at %s:%d: %s", s->host, s->port, rep->str);
+			goto out;
+		}
+		freeReplyObject(rep);
+	}
+	argv[0] = "SENTINEL";
+	argv[1] = "get-master-addr-by-name";
+	argv[2] = d->master;
+	rep = redisCommandArgv(c, 3, argv, NULL);
+	if (!rep) {
+		maro_registry_fail(r, ETIMEDOUT, "sentinel at %s:%d: %s", s->host, s->port, c->errstr);
+	} else if (rep->type == REDIS_REPLY_NIL) {
+		maro_registry_fail(r, ENOENT, "sentinel at %s:%d knows no master '%s'", s->host, s->port,
+		    d->master);
+	} else if (rep->type == REDIS_REPLY_ERROR) {
+		maro_registry_fail(r, is_auth_error(rep->str) ? EACCES : EPROTO, "sentinel at %s:%d: %s",
+		    s->host, s->port, rep->str);
+	} else if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 2 ||
+	    rep->element[0]->type != REDIS_REPLY_STRING || rep->element[1]->type != REDIS_REPLY_STRING ||
+	    rep->element[0]->len == 0 || rep->element[0]->len >= cap ||
+	    digits(rep->element[1]->str, rep->element[1]->len, 65535, &v) < 0 || v == 0) {
+		maro_registry_fail(r, EPROTO, "sentinel at %s:%d: unexpected reply to get-master-addr-by-name",
+		    s->host, s->port);
+	} else {
+		memcpy(host, rep->element[0]->str, rep->element[0]->len);
+		host[rep->element[0]->len] = '\0';
+		*port = (int)v;
+		rc = 0;
+	}
+out:
+	if (rep)
+		freeReplyObject(rep);
+	maro_abort_fd = -1;
+	redisFree(c);
+	if (rc < 0 && !errno)
+		errno = EPROTO;
+	return rc;
+}
+
+/* Does the server connected say it is a primary (ROLE)?  0 yes, -1 no (said). */
+static int
+role_primary(struct maro_registry *r)
+{
+	struct rds *d = R(r);
+	const char *argv[] = { "ROLE" };
+	redisReply *rep = request(d, 1, argv);
+	int ok;
+
+	ok = rep && rep->type == REDIS_REPLY_ARRAY && rep->elements > 0 &&
+	    rep->element[0]->type == REDIS_REPLY_STRING && !strcmp(rep->element[0]->str, "master");
+	if (!ok)
+		maro_registry_fail(r, EAGAIN, "redis at %s:%d is not the primary of '%s' (%s)", d->host,
+		    d->port, d->master, !rep ? d->c->errstr : rep->type == REDIS_REPLY_ARRAY &&
+		    rep->elements > 0 && rep->element[0]->type == REDIS_REPLY_STRING ?
+		    rep->element[0]->str : "no role");
+	if (rep)
+		freeReplyObject(rep);
+	return ok ? 0 : -1;
+}
+
+/*
+ * One round: each sentinel in turn, from the one that answered last, until
+ * one names a server that says it is the primary.  0 connected, or -1:
+ * EACCES, ENOENT (every sentinel that answered knows no such master),
+ * ECONNREFUSED (none answered), EAGAIN (no primary answers yet).
+ */
+static int
+ask_round(struct maro_registry *r)
+{
+	struct rds *d = R(r);
+	size_t k, i, answered = 0, unknown = 0;
+	int port = 0, err = 0;
+	char host[sizeof d->host];
+
+	for (k = 0; k < d->nsent && !maro_signal; k++) {
+		i = (d->first + k) % d->nsent;
+		if (sentinel_ask(r, i, host, sizeof host, &port) < 0) {
+			if (errno == EACCES)
+				return -1;
+			if (errno == ENOENT)
+				answered++, unknown++;
+			err = errno;
+			continue;
+		}
+		answered++;
+		memcpy(d->host, host, sizeof host);
+		d->port = port;
+		if (connect_server(r) < 0) {
+			if (errno == EACCES || errno == EINVAL)
+				return -1;
+			err = EAGAIN;
+			continue;
+		}
+		if (role_primary(r) == 0) {
+			d->first = i;
+			return 0;
+		}
+		drop(d);
+		err = EAGAIN;
+	}
+	if (answered == 0)
+		err = err == ENOENT || err == EPROTO || !err ? ECONNREFUSED : err;
+	else if (unknown == answered)
+		err = ENOENT;
+	else
+		err = EAGAIN;
+	if (answered && unknown == answered)
+		maro_registry_fail(r, ENOENT, "no sentinel knows a master '%s'", d->master);
+	errno = err;
+	return -1;
+}
+
+/* A pause; a signal cuts it short (the loop then sees maro_signal). */
+static void
+nap(int64_t us)
+{
+	struct timespec ts = { (time_t)(us / 1000000), (long)(us % 1000000) * 1000 };
+
+	nanosleep(&ts, NULL);
+}
+
+/*
+ * Connects to the primary the sentinels name.  While none answers, asks
+ * them again with a growing pause, until the TTL has passed since the
+ * primary was first missed (or -W): later calls try one round each.  With
+ * joining (a tool starting), sentinels that all refuse fail it at once.
+ */
+static int
+connect_primary(struct maro_registry *r, int joining)
+{
+	struct rds *d = R(r);
+	int64_t now = maro_now_us(), end, pause = ASK_FIRST_US;
+	int err;
+
+	if (d->c)
+		return 0;
+	if (!d->down_us)
+		d->down_us = now;
+	end = d->down_us + r->ttl_ms * 1000;
+	end = end > now ? now + maro_budget_us(end - now, 0) : now;
+	for (;;) {
+		if (ask_round(r) == 0) {
+			d->down_us = 0;
+			return 0;
+		}
+		err = errno;
+		if (err == EACCES || err == ENOENT || err == EINVAL || (joining && err == ECONNREFUSED) ||
+		    maro_signal || maro_now_us() + pause >= end)
+			break;
+		nap(pause);
+		pause = pause * 2 > ASK_MAX_US ? ASK_MAX_US : pause * 2;
+	}
+	if (err == EAGAIN || err == ECONNREFUSED) {
+		char last[sizeof r->err];
+
+		memcpy(last, r->err, sizeof last);
+		maro_registry_fail(r, 0, "no %s of '%s' answers (%s)", err == EAGAIN ? "primary" :
+		    "sentinel", d->master, last);
+		err = err == EAGAIN ? EHOSTUNREACH : err;
+	}
+	errno = err;
+	return -1;
+}
+
+/* The connection, to the server of the URL or to the primary the sentinels name. */
+static int
+connect_any(struct maro_registry *r)
+{
+	return R(r)->master[0] ? connect_primary(r, 0) : connect_server(r);
+}
+
 /*
  * One command; its reply, or NULL with the failure said.  A connection
  * found closed (a restarted server) is reopened and the command tried
  * once more; a timeout is not retried, so a hung server costs one wait.
+ * With sentinels, a connection found closed or a primary demoted
+ * (-READONLY) asks them again (connect_primary) and tries again.
  */
 static redisReply *
 command(struct maro_registry *r, int argc, const char **argv)
 {
 	struct rds *d = R(r);
 	redisReply *rep;
-	int attempt, retry, err;
+	int attempt, retry, err, attempts = d->master[0] ? 4 : 2;
 
-	for (attempt = 0; attempt < 2; attempt++) {
-		if (connect_server(r) < 0)
+	for (attempt = 0; attempt < attempts; attempt++) {
+		if (connect_any(r) < 0)
 			return NULL;
 		errno = 0;
 		rep = request(d, argc, argv);
+		if (rep && rep->type == REDIS_REPLY_ERROR && d->master[0] &&
+		    (!strncmp(rep->str, "READONLY", 8) || !strncmp(rep->str, "MASTERDOWN", 10))) {
+			maro_registry_fail(r, ECONNRESET, "redis at %s:%d is no longer the primary: %s",
+			    d->host, d->port, rep->str);
+			freeReplyObject(rep);
+			drop(d);
+			continue;
+		}
 		if (rep && rep->type == REDIS_REPLY_ERROR) {
 			if (is_auth_error(rep->str)) {
 				maro_registry_fail(r, EACCES, "redis authentication failed at %s:%d", d->host,
@@ -466,7 +786,11 @@ redis_open(struct maro_registry *r, const char *url)
 		return maro_registry_fail(r, ENOMEM, "out of memory");
 	r->priv = d;
 	if (parse_url(d, url) < 0)
-		return maro_registry_fail(r, EINVAL, "invalid redis URL (redis://[user:password@]host:port[/db])");
+		return maro_registry_fail(r, EINVAL, !strncmp(url, "redis+sentinel:", 15) ?
+		    "invalid sentinel URL (redis+sentinel://[user:password@]host[:port][,host[:port]...]/master[/db])" :
+		    "invalid redis URL (redis://[user:password@]host:port[/db])");
+	if (d->master[0])
+		return connect_primary(r, 1);
 	/* a server too busy to answer (hundreds joining at once) is asked again: JOIN_WAIT_US */
 	end = maro_now_us() + maro_budget_us(JOIN_WAIT_US, 0);
 	while ((rc = connect_server(r)) < 0 && errno == ETIMEDOUT && !maro_signal && maro_now_us() < end)
@@ -630,7 +954,8 @@ renew(struct maro_registry *r, const struct maro_entry *e, const char *sum, uint
 	redisReply *rep;
 	int rc;
 
-	if (!w || strcmp(w->sum, sum) != 0)
+	/* after a new connection (a new primary may lack the last writes): whole */
+	if (!w || strcmp(w->sum, sum) != 0 || w->epoch != R(r)->epoch)
 		return 0;
 	age = maro_registry_wall_ms() - w->at_ms;
 	if (age < 0 || age >= REWRITE_MS || (w->stats != stats && age >= STATS_REWRITE_MS))
@@ -638,7 +963,7 @@ renew(struct maro_registry *r, const struct maro_entry *e, const char *sum, uint
 	rep = command(r, (int)(sizeof argv / sizeof argv[0]), argv);
 	if (!rep)
 		return -1;
-	rc = rep->type == REDIS_REPLY_INTEGER && rep->integer == 1;
+	rc = rep->type == REDIS_REPLY_INTEGER && rep->integer == 1 && w->epoch == R(r)->epoch;
 	freeReplyObject(rep);
 	return rc;
 }
@@ -698,6 +1023,7 @@ redis_put(struct maro_registry *r, const struct maro_entry *e, int takeover, str
 		memcpy(w->sum, sum, sizeof w->sum);
 		w->stats = stats_hash;
 		w->at_ms = maro_registry_wall_ms();
+		w->epoch = R(r)->epoch;
 	} else {
 		if (rep->elements < 2 || parse_hash(rep->element[1], holder, &m) < 0)
 			memset(holder, 0, sizeof *holder);

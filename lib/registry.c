@@ -486,12 +486,12 @@ maro_registry_open(const char *url, const char *group, const struct maro_registr
 	if (!strncmp(url, "dir:", 4)) {
 		r->be = &maro_registry_dir_backend;
 		url += 4;
-	} else if (!strncmp(url, "redis://", 8)) {
+	} else if (!strncmp(url, "redis://", 8) || !strncmp(url, "redis+sentinel://", 17)) {
 		r->be = &maro_registry_redis_backend;
 	} else {
 		redact(url, shown, sizeof shown);
 		rc = maro_registry_fail(r, EINVAL,
-		    "invalid registry '%s' (redis://HOST:PORT[/DB] or dir:PATH)", shown);
+		    "invalid registry '%s' (redis://HOST:PORT[/DB], redis+sentinel://HOST:PORT[,...]/MASTER[/DB] or dir:PATH)", shown);
 		goto out;
 	}
 	rc = r->be->open(r, url);

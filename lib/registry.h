@@ -3,6 +3,9 @@
  *
  * Two backends behind this one interface, chosen by URL:
  *   redis://[user:password@]host:port[/db]   many hosts (hiredis)
+ *   redis+sentinel://[user:password@]host[:port][,host[:port]...]/master[/db]
+ *                                            the same, on the primary the
+ *                                            sentinels name, through failovers
  *   dir:PATH                                 one host, no server
  * The default URL is dir:$XDG_RUNTIME_DIR/maro, or dir:/tmp/maro-$UID when
  * XDG_RUNTIME_DIR is unset (maro_registry_default_url).

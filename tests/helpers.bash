@@ -99,10 +99,14 @@ kill_bg() {
 }
 
 # A registry of the backend under test (MARO_TEST_BACKEND: dir, the
-# default, or redis with a server this suite started in setup_file).
+# default, or redis with a server this suite started in setup_file, or
+# sentinel: a primary, its replica and three sentinels, by hand only).
 use_registry() {
 	export MARO_GROUP="t$BATS_SUITE_TEST_NUMBER-$$"
-	if [ "${MARO_TEST_BACKEND:-dir}" = redis ]; then
+	if [ "${MARO_TEST_BACKEND:-dir}" = sentinel ]; then
+		MARO_REGISTRY=$(cat "$BATS_FILE_TMPDIR/sentinel.url")
+		export MARO_REGISTRY
+	elif [ "${MARO_TEST_BACKEND:-dir}" = redis ]; then
 		export MARO_REGISTRY="redis://127.0.0.1:$(cat "$BATS_FILE_TMPDIR/redis/redis.port")/0"
 	else
 		export MARO_REGISTRY="dir:$BATS_TEST_TMPDIR/registry"
@@ -113,6 +117,9 @@ use_registry() {
 redis_setup_file() {
 	if [ "${MARO_TEST_BACKEND:-dir}" = redis ]; then
 		sh "$MARO_TOP/scripts/test-redis" start "$BATS_FILE_TMPDIR/redis" >/dev/null
+	elif [ "${MARO_TEST_BACKEND:-dir}" = sentinel ]; then
+		timeout 60 sh "$MARO_TOP/scripts/test-sentinel" start "$BATS_FILE_TMPDIR/sentinel" \
+			> "$BATS_FILE_TMPDIR/sentinel.url"
 	fi
 }
 
@@ -121,6 +128,7 @@ redis_port() { cat "$BATS_FILE_TMPDIR/redis/redis.port"; }
 
 redis_teardown_file() {
 	sh "$MARO_TOP/scripts/test-redis" stop "$BATS_FILE_TMPDIR/redis" 2>/dev/null || :
+	sh "$MARO_TOP/scripts/test-sentinel" stop "$BATS_FILE_TMPDIR/sentinel" 2>/dev/null || :
 }
 
 default_teardown() {

@@ -85,6 +85,24 @@ test_urls(const char *dir)
 	CHECK(!r && errno == EINVAL && !strstr(err, "s3cret"));
 	r = maro_registry_open("redis://host:6379/x", "g", NULL, err, sizeof err);
 	CHECK(!r && errno == EINVAL);
+	/* redis+sentinel://[user:password@]host[:port][,host[:port]...]/master[/db] */
+	r = maro_registry_open("redis+sentinel://u:s3cret@h1:26379,h2/", "g", NULL, err, sizeof err);
+	CHECK(!r && errno == EINVAL && !strstr(err, "s3cret"));
+	r = maro_registry_open("redis+sentinel://h1,,h2/m", "g", NULL, err, sizeof err);
+	CHECK(!r && errno == EINVAL);
+	r = maro_registry_open("redis+sentinel://h1:65536/m", "g", NULL, err, sizeof err);
+	CHECK(!r && errno == EINVAL);
+	r = maro_registry_open("redis+sentinel://[::1/m", "g", NULL, err, sizeof err);
+	CHECK(!r && errno == EINVAL);
+	r = maro_registry_open("redis+sentinel://h1/m/0/1", "g", NULL, err, sizeof err);
+	CHECK(!r && errno == EINVAL);
+	r = maro_registry_open("redis+sentinel://h1/m:x", "g", NULL, err, sizeof err);
+	CHECK(!r && errno == EINVAL);
+	/* well formed, nothing listens: refused at once, said */
+	r = maro_registry_open("redis+sentinel://u:s3cret@127.0.0.1:1,[::1]:1/m/3", "g", NULL, err,
+	    sizeof err);
+	CHECK(!r && errno == ECONNREFUSED && !strstr(err, "s3cret"));
+	CHECK(!r && strstr(err, "cannot connect to sentinel at "));
 	r = maro_registry_open("dir:relative/path", "g", NULL, err, sizeof err);
 	CHECK(!r && errno == EINVAL);
 	snprintf(url, sizeof url, "dir:%s", dir);
