@@ -218,6 +218,32 @@ text_head(const uint8_t *p, size_t n)
 }
 
 /*
+ * Whether the n bytes at s are ASCII without a NUL, eight at a time: a
+ * word has a byte of 0x80 or more, or of 0 (its high bit set once one is
+ * taken away, and not set before), when (w | (w - 0x01..01) & ~w) has a
+ * high bit.  The common text of a message is a short name or a UUID.
+ */
+static inline int
+ascii_no_nul(const uint8_t *s, size_t n)
+{
+	const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+	uint64_t w, bad = 0;
+	size_t i = 0;
+
+	for (; i + 8 <= n; i += 8) {
+		memcpy(&w, s + i, 8);
+		bad |= w | ((w - ones) & ~w);
+	}
+	if (i < n) {
+		/* the tail, its missing bytes taken as 'x' */
+		w = 0x7878787878787878ull;
+		memcpy(&w, s + i, n - i);
+		bad |= w | ((w - ones) & ~w);
+	}
+	return !(bad & highs);
+}
+
+/*
  * The UTF-8 text of the item of n bytes at p (n from item_len): a
  * definite-length string, and without a NUL (-2), since it names something
  * ("w1\0x" is not "w1").
@@ -229,10 +255,15 @@ text_value(const uint8_t *p, size_t n, struct maro_str *out)
 
 	if (n && p[0] == 0x7f)
 		return -3;
-	if (!h || !maro_utf8_valid(p + h, n - h))
+	if (!h)
 		return -1;
-	if (memchr(p + h, 0, n - h))
-		return -2;
+	/* names and ids are ASCII: one pass for both checks, no call */
+	if (!ascii_no_nul(p + h, n - h)) {
+		if (!maro_utf8_valid(p + h, n - h))
+			return -1;
+		if (memchr(p + h, 0, n - h))
+			return -2;
+	}
 	out->p = (const char *)p + h;
 	out->n = n - h;
 	return 0;
@@ -727,17 +758,20 @@ watch_forks(void)
 	pthread_atfork(NULL, NULL, count_fork);
 }
 
+/* Two random words. */
 static void
-random_bytes(uint8_t *out, size_t n)
+random2(uint64_t out[2])
 {
 	static __thread uint64_t st[4];
 	static __thread unsigned seen = ~0u;	/* the forks count it was seeded at */
 	static __thread uint32_t left;
+	int i;
 
-	pthread_once(&fork_once, watch_forks);
-	if (seen != forks || left == 0) {
+	/* the first call seeds (seen matches no count), and watches for forks from then on */
+	if (__builtin_expect(seen != forks || left == 0, 0)) {
 		size_t got = 0;
 
+		pthread_once(&fork_once, watch_forks);
 		while (got < sizeof st) {
 			ssize_t r = getrandom((uint8_t *)st + got, sizeof st - got, 0);
 
@@ -754,19 +788,16 @@ random_bytes(uint8_t *out, size_t n)
 		left = 1u << 20;
 	}
 	left--;
-	while (n > 0) {
-		uint64_t r = rotl(st[1] * 5, 7) * 9, t = st[1] << 17;
-		size_t k = n < sizeof r ? n : sizeof r;
+	for (i = 0; i < 2; i++) {
+		uint64_t t = st[1] << 17;
 
+		out[i] = rotl(st[1] * 5, 7) * 9;
 		st[2] ^= st[0];
 		st[3] ^= st[1];
 		st[1] ^= st[2];
 		st[0] ^= st[3];
 		st[2] ^= t;
 		st[3] = rotl(st[3], 45);
-		memcpy(out, &r, k);
-		out += k;
-		n -= k;
 	}
 }
 
@@ -788,7 +819,7 @@ maro_uuid(char out[MARO_UUID_LEN + 1])
 {
 	uint64_t r[2], h[4];
 
-	random_bytes((uint8_t *)r, sizeof r);
+	random2(r);
 	h[0] = hex8((uint32_t)r[0]);
 	h[1] = hex8((uint32_t)(r[0] >> 32));
 	h[2] = hex8((uint32_t)r[1]);
