@@ -329,6 +329,48 @@ test_redirect(void)
 	CHECK(redirect_same((const uint8_t *)cases[1].p, cases[1].n, longname));
 }
 
+/*
+ * Text fields of every length around the eight-byte words the ASCII check
+ * reads: a NUL or a byte that is not UTF-8 anywhere is refused; UTF-8
+ * beyond ASCII is taken.
+ */
+static void
+test_text_check(void)
+{
+	static const char *const bad_at[] = { "\0", "\x80", "\xc3(", "\xff" };
+	struct maro_err err;
+	struct maro_msg m;
+	uint8_t b[64];
+	size_t len, at, k;
+
+	for (len = 1; len <= 40; len++) {
+		/* {"tag": len x's} */
+		b[0] = 0xa1;
+		memcpy(b + 1, "\x63tag", 4);
+		b[5] = (uint8_t)(0x78);
+		b[6] = (uint8_t)len;
+		memset(b + 7, 'x', len);
+		CHECK(maro_msg_decode(&m, b, 7 + len, &err) == 0 && m.tag.n == len);
+		for (at = 0; at < len; at++)
+			for (k = 0; k < 4; k++) {
+				size_t n = strlen(bad_at[k]) ? strlen(bad_at[k]) : 1;
+
+				if (at + n > len)
+					continue;
+				memset(b + 7, 'x', len);
+				memcpy(b + 7 + at, bad_at[k], n);
+				CHECK(maro_msg_decode(&m, b, 7 + len, &err) < 0 &&
+				    strstr(err.msg, k ? "UTF-8" : "NUL"));
+			}
+		if (len >= 2) {
+			/* an e with an acute accent at the end */
+			memset(b + 7, 'x', len);
+			memcpy(b + 7 + len - 2, "\xc3\xa9", 2);
+			CHECK(maro_msg_decode(&m, b, 7 + len, &err) == 0 && m.tag.n == len);
+		}
+	}
+}
+
 void
 test_message(void)
 {
@@ -338,6 +380,7 @@ test_message(void)
 	test_checked();
 	test_rebase();
 	test_text();
+	test_text_check();
 	test_format();
 	test_redirect();
 }
