@@ -230,14 +230,20 @@ ascii_no_nul(const uint8_t *s, size_t n)
 	uint64_t w, bad = 0;
 	size_t i = 0;
 
+	if (n < 8) {
+		/* a byte at a time: a copy of fewer bytes into a word is a call, and a stall */
+		for (; i < n; i++)
+			if (s[i] - 1u >= 0x7f)
+				return 0;
+		return 1;
+	}
 	for (; i + 8 <= n; i += 8) {
 		memcpy(&w, s + i, 8);
 		bad |= w | ((w - ones) & ~w);
 	}
 	if (i < n) {
-		/* the tail, its missing bytes taken as 'x' */
-		w = 0x7878787878787878ull;
-		memcpy(&w, s + i, n - i);
+		/* the tail: the last eight bytes, some of them seen already */
+		memcpy(&w, s + n - 8, 8);
 		bad |= w | ((w - ones) & ~w);
 	}
 	return !(bad & highs);
