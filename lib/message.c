@@ -584,6 +584,26 @@ maro_msg_decode_checked(struct maro_msg *m, const uint8_t *p, size_t n,
 	return rc;
 }
 
+int
+maro_msg_decode_prefix(struct maro_msg *m, const uint8_t *p, size_t n,
+    const struct maro_cbor_limits *lim, size_t *len)
+{
+	size_t depth = lim->max_depth ? lim->max_depth : MARO_CBOR_DEFAULT_MAX_DEPTH;
+	size_t max = lim->max_item ? lim->max_item : MARO_CBOR_DEFAULT_MAX_ITEM;
+	struct maro_err err;
+	int rc;
+
+	if (depth < 2 || depth > MARO_CBOR_MAX_DEPTH_LIMIT)
+		return -1;
+	/* an item that ends within the limit is within it */
+	if (n > max)
+		n = max;
+	item_depth = depth - 1;
+	rc = decode(m, p, n, len, &err);
+	item_depth = 0;
+	return rc;
+}
+
 /* A head of major type major and argument n at q (room for 9 bytes); where it ends. */
 static uint8_t *
 put_head(uint8_t *q, unsigned major, uint64_t n)

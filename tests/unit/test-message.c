@@ -102,6 +102,38 @@ same_verdict(const char *p, size_t n, size_t max_item, size_t depth)
 	return one == two && (!one || (a.payload.n == b.payload.n && a.nextra == b.nextra));
 }
 
+/*
+ * decode_prefix, with bytes after the item: the message that check +
+ * decode accept at the start, with its length; nothing when they accept
+ * no start of the bytes (with a nesting limit under 2 it leaves every
+ * item to them)
+ */
+static int
+same_prefix(const char *p, size_t n, size_t max_item, size_t depth)
+{
+	struct maro_cbor_limits lim = { max_item, depth };
+	struct maro_err err;
+	struct maro_msg a, b;
+	uint8_t buf[64];
+	size_t len, k;
+
+	if (n + 3 > sizeof buf)
+		return 0;
+	memcpy(buf, p, n);
+	memcpy(buf + n, "\xa0\x00\xff", 3);
+	if (maro_msg_decode_prefix(&b, buf, n + 3, &lim, &len) == 0)
+		return len <= n + 3 && maro_cbor_check(buf, len, &lim, &err) == 0 &&
+		    maro_msg_decode(&a, buf, len, &err) == 0 && a.payload.n == b.payload.n &&
+		    a.nextra == b.nextra && a.tag.p == b.tag.p;
+	for (k = 1; k <= n + 3 && depth >= 2; k++)
+		if (maro_cbor_check(buf, k, &lim, &err) == 0 && maro_msg_decode(&a, buf, k, &err) == 0) {
+			fprintf(stderr, "decode_prefix rejects what check + decode accept (%zu bytes, depth %zu)\n",
+			    k, depth);
+			return 0;
+		}
+	return 1;
+}
+
 static void
 test_checked(void)
 {
@@ -130,10 +162,11 @@ test_checked(void)
 
 	for (i = 0; i < sizeof cases / sizeof cases[0]; i++)
 		for (depth = 1; depth <= 5; depth++)
-			CHECK(same_verdict(cases[i].p, cases[i].n, 1024, depth));
+			CHECK(same_verdict(cases[i].p, cases[i].n, 1024, depth) &&
+			    same_prefix(cases[i].p, cases[i].n, 1024, depth));
 	/* the size limit */
-	CHECK(same_verdict("\xa1\x63tag\x61x", 7, 7, 64));
-	CHECK(same_verdict("\xa1\x63tag\x61x", 7, 6, 64));
+	CHECK(same_verdict("\xa1\x63tag\x61x", 7, 7, 64) && same_prefix("\xa1\x63tag\x61x", 7, 7, 64));
+	CHECK(same_verdict("\xa1\x63tag\x61x", 7, 6, 64) && same_prefix("\xa1\x63tag\x61x", 7, 6, 64));
 }
 
 /* UUIDs: version 4 form, all distinct, and a forked child does not repeat its parent's. */
