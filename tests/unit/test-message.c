@@ -145,18 +145,18 @@ test_checked(void)
 		{ "\xbf\x63tag\x61x\xff", 8 },			/* indefinite */
 		{ "\xbf\x63tag\x61x", 7 },				/* no break */
 		{ "\xbf\x63tag\x61x\xff\xff", 9 },
-		{ "\xa2\x63tag\x61x\x67payload\x81\x81\x81\x01", 21 },	/* depth 4 */
-		{ "\xa2\x63tag\x61x\x67payload\x81\x81\x80", 20 },	/* empty one at depth 4 */
-		{ "\xa2\x63tag\x61x\x67payload\x5f\x41\x00\xff", 21 },	/* indefinite bytes */
-		{ "\xa2\x63tag\x61x\x67payload\x5f\x61\x00\xff", 21 },	/* wrong chunk */
-		{ "\xa2\x63tag\x61x\x67payload\x1c", 18 },		/* reserved ai */
-		{ "\xa2\x63tag\x61x\x67payload\x7c", 18 },
+		{ "\xa2\x63tag\x61x\x67payload\x81\x81\x81\x01", 19 },	/* depth 4 */
+		{ "\xa2\x63tag\x61x\x67payload\x81\x81\x80", 18 },	/* empty one at depth 4 */
+		{ "\xa2\x63tag\x61x\x67payload\x5f\x41\x00\xff", 19 },	/* indefinite bytes */
+		{ "\xa2\x63tag\x61x\x67payload\x5f\x61\x00\xff", 19 },	/* wrong chunk */
+		{ "\xa2\x63tag\x61x\x67payload\x1c", 16 },		/* reserved ai */
+		{ "\xa2\x63tag\x61x\x67payload\x7c", 16 },
 		{ "\xbc\x63tag\x61x", 7 },				/* reserved map head */
 		{ "\xa2\x63tag\x61x\x81\x01\x02", 10 },		/* array key */
 		{ "\xa2\x63tag\x61x\x19\x01", 9 },			/* short int key */
-		{ "\xa2\x63tag\x61x\x67payload\xf9\x3c\x00", 20 },
-		{ "\xa2\x63tag\x61x\x67payload\xf8\x10", 19 },
-		{ "\xa2\x63tag\x61x\x67payload\xc1\x1a\x00\x00\x00\x01", 23 },
+		{ "\xa2\x63tag\x61x\x67payload\xf9\x3c\x00", 18 },
+		{ "\xa2\x63tag\x61x\x67payload\xf8\x10", 17 },
+		{ "\xa2\x63tag\x61x\x67payload\xc1\x1a\x00\x00\x00\x01", 21 },
 	};
 	size_t i, depth;
 
