@@ -125,13 +125,14 @@ flush_staged(struct sender *s)
 	return rc;
 }
 
-/* One input message, taken (lib/send); what cannot be is said here.  0, or -1 with err. */
+/* One input message (m, if decoded already), taken (lib/send); what cannot be is said here.  0, or -1 with err. */
 static int
-take(struct sender *s, const uint8_t *p, size_t n, struct maro_err *err)
+take(struct sender *s, const uint8_t *p, size_t n, struct maro_msg *m, struct maro_err *err)
 {
 	char why[512];
 
-	switch (maro_send_take(&s->t, p, n, err, why, sizeof why)) {
+	switch (m ? maro_send_take_msg(&s->t, m, err, why, sizeof why) :
+	    maro_send_take(&s->t, p, n, err, why, sizeof why)) {
 	case MARO_SEND_BAD:
 		return -1;
 	case MARO_SEND_INBOX:
@@ -268,16 +269,17 @@ main(int argc, char **argv)
 			size_t n;
 			uint64_t off;
 			struct maro_err err;
-			int rc;
+			struct maro_msg m;
+			int rc, decoded;
 
-			rc = maro_input_next(&in, &p, &n, &off, &err);
+			rc = maro_input_next_msg(&in, &p, &n, &off, &m, &decoded, &err);
 			if (rc == 0 && in.eof) {
 				input_done = 1;
 				break;
 			}
 			if (rc == 0)
 				break;
-			if (rc < 0 || take(&s, p, n, &err) < 0) {
+			if (rc < 0 || take(&s, p, n, decoded ? &m : NULL, &err) < 0) {
 				if (rc >= 0)
 					err.offset += off;
 				snprintf(input_error, sizeof input_error,

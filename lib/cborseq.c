@@ -496,6 +496,22 @@ maro_reader_pending(const struct maro_reader *r)
 	return r->buf.len > r->start;
 }
 
+const uint8_t *
+maro_reader_peek(const struct maro_reader *r, size_t *avail)
+{
+	*avail = r->buf.len - r->start;
+	return r->buf.p + r->start;
+}
+
+void
+maro_reader_skip(struct maro_reader *r, size_t len, uint64_t *off)
+{
+	if (off)
+		*off = r->base + r->start;
+	r->start += len;
+	maro_cbor_scan_init(&r->scan, &r->lim);
+}
+
 void
 maro_writer_init(struct maro_writer *w, int fd)
 {

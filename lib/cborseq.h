@@ -135,6 +135,14 @@ int maro_reader_read(struct maro_reader *r, const uint8_t **item, size_t *len,
     uint64_t *off, struct maro_err *err);
 /* True if complete or partial bytes are buffered. */
 int maro_reader_pending(const struct maro_reader *r);
+/*
+ * For a caller that finds an item's end itself (maro_msg_decode_prefix):
+ * the bytes read and not yet taken (*avail of them), and then the first
+ * len of them taken as the next item, as maro_reader_next would have
+ * (*off, if not NULL, its stream offset).
+ */
+const uint8_t *maro_reader_peek(const struct maro_reader *r, size_t *avail);
+void maro_reader_skip(struct maro_reader *r, size_t len, uint64_t *off);
 
 /*
  * When set (maro_cli_catch_signals points it at maro_signal) and nonzero,

@@ -14,10 +14,13 @@
  * The duplicate filter remembers the last DEDUP_KEEP message_ids handed on,
  * as 64-bit hashes in an open-addressing table twice that size.  Senders
  * resend only what is in their window (far smaller), so a duplicate always
- * finds its original here.
+ * finds its original here.  The table starts at DEDUP_START ids and doubles
+ * when they are all kept, up to DEDUP_KEEP: an inbox that hands on a few
+ * thousand messages (a reply inbox, a worker's share of a scatter) touches
+ * a table of a few pages, that stays in cache, not all of its 3 MiB.
  */
 #define DEDUP_KEEP (1u << 17)
-#define DEDUP_SLOTS (DEDUP_KEEP * 2)
+#define DEDUP_START (1u << 12)
 #define DEDUP_AHEAD 8
 #define MAX_PEERS 4096
 
@@ -47,10 +50,10 @@ struct maro_inbox {
 	int64_t ack_since;
 	size_t ack_count;
 	int ack_prompt;
-	/* duplicate filter */
+	/* duplicate filter: keep ids in order[] (oldest at order_at), their slots in slots[mask + 1] */
 	uint64_t *slots;
 	uint64_t *order;
-	size_t order_at, order_len;
+	size_t order_at, order_len, keep, mask;
 	uint64_t rejected;
 	/* the message after the one handed out, decoded early (see next) */
 	struct maro_delivery ahead;
@@ -69,11 +72,35 @@ hash_id(struct maro_str s)
 static size_t
 dedup_find(const struct maro_inbox *ib, uint64_t h)
 {
-	size_t i = (size_t)h & (DEDUP_SLOTS - 1);
+	size_t i = (size_t)h & ib->mask;
 
 	while (ib->slots[i] && ib->slots[i] != h)
-		i = (i + 1) & (DEDUP_SLOTS - 1);
+		i = (i + 1) & ib->mask;
 	return i;
+}
+
+/*
+ * The table made ready for keep ids (a power of two, up to DEDUP_KEEP): the
+ * ids kept so far put again, with the new mask.  slots and order have room
+ * for DEDUP_KEEP from the start, but pages no id has touched cost nothing:
+ * it grows in place, with no second table to copy into.  Before the table
+ * is full nothing was evicted, so the ids are order[0..order_len).
+ */
+static void
+dedup_grow(struct maro_inbox *ib, size_t keep)
+{
+	size_t k, i;
+
+	memset(ib->slots, 0, (ib->mask + 1) * sizeof *ib->slots);
+	ib->keep = keep;
+	ib->mask = keep * 2 - 1;
+	for (k = 0; k < ib->order_len; k++) {
+		uint64_t h = ib->order[k];
+
+		for (i = (size_t)h & ib->mask; ib->slots[i]; i = (i + 1) & ib->mask)
+			;
+		ib->slots[i] = h;
+	}
 }
 
 static void
@@ -85,8 +112,8 @@ dedup_remove(struct maro_inbox *ib, uint64_t h)
 		return;
 	/* backward-shift deletion keeps probe chains whole */
 	ib->slots[i] = 0;
-	for (j = (i + 1) & (DEDUP_SLOTS - 1); ib->slots[j]; j = (j + 1) & (DEDUP_SLOTS - 1)) {
-		size_t home = (size_t)ib->slots[j] & (DEDUP_SLOTS - 1);
+	for (j = (i + 1) & ib->mask; ib->slots[j]; j = (j + 1) & ib->mask) {
+		size_t home = (size_t)ib->slots[j] & ib->mask;
 
 		if ((j > i && (home <= i || home > j)) || (j < i && home <= i && home > j)) {
 			ib->slots[i] = ib->slots[j];
@@ -112,20 +139,24 @@ dedup_add(struct maro_inbox *ib, uint64_t h)
 	i = dedup_find(ib, h);
 	if (ib->slots[i])
 		return;
-	if (ib->order_len == DEDUP_KEEP) {
+	/* all kept: a table twice the size while there is room, else the oldest goes */
+	if (ib->order_len == ib->keep && ib->keep < DEDUP_KEEP) {
+		dedup_grow(ib, ib->keep * 2);
+		i = dedup_find(ib, h);
+	}
+	if (ib->order_len == ib->keep) {
 		/*
 		 * The id evicted a few deliveries from now: its slot is far from
 		 * this one, so fetch it early (it cost a cache miss per message).
 		 */
-		__builtin_prefetch(&ib->slots[ib->order[(ib->order_at + DEDUP_AHEAD) % DEDUP_KEEP] &
-		    (DEDUP_SLOTS - 1)], 1);
+		__builtin_prefetch(&ib->slots[ib->order[(ib->order_at + DEDUP_AHEAD) & (ib->keep - 1)] & ib->mask], 1);
 		dedup_remove(ib, ib->order[ib->order_at]);
-		ib->order_at = (ib->order_at + 1) % DEDUP_KEEP;
+		ib->order_at = (ib->order_at + 1) & (ib->keep - 1);
 		ib->order_len--;
 		i = dedup_find(ib, h);
 	}
 	ib->slots[i] = h;
-	ib->order[(ib->order_at + ib->order_len) % DEDUP_KEEP] = h;
+	ib->order[(ib->order_at + ib->order_len) & (ib->keep - 1)] = h;
 	ib->order_len++;
 }
 
@@ -141,10 +172,13 @@ maro_inbox_open(struct maro_ctx *c, const char *name, const char *type, int take
 		return NULL;
 	ib->c = c;
 	snprintf(ib->name, sizeof ib->name, "%s", name);
-	ib->slots = calloc(DEDUP_SLOTS, sizeof *ib->slots);
+	/* zeroed pages, touched only as the table grows into them */
+	ib->slots = calloc(DEDUP_KEEP * 2, sizeof *ib->slots);
 	ib->order = calloc(DEDUP_KEEP, sizeof *ib->order);
 	if (!ib->slots || !ib->order)
 		goto fail;
+	ib->keep = DEDUP_START;
+	ib->mask = DEDUP_START * 2 - 1;
 	memset(&e, 0, sizeof e);
 	snprintf(e.name, sizeof e.name, "%s", name);
 	if (type && *type)
@@ -220,7 +254,7 @@ maro_inbox_no_filter(struct maro_inbox *ib)
 	free(ib->slots);
 	free(ib->order);
 	ib->slots = ib->order = NULL;
-	ib->order_len = ib->order_at = 0;
+	ib->order_len = ib->order_at = ib->keep = ib->mask = 0;
 }
 
 const char *
@@ -483,7 +517,7 @@ maro_inbox_next(struct maro_inbox *ib, struct maro_delivery *d)
 		if (take(ib, &ib->ahead, 0) == 1) {
 			ib->have_ahead = 1;
 			if (ib->ahead.id_hash && ib->slots)
-				__builtin_prefetch(&ib->slots[ib->ahead.id_hash & (DEDUP_SLOTS - 1)]);
+				__builtin_prefetch(&ib->slots[ib->ahead.id_hash & ib->mask]);
 		}
 		if (dedup_seen(ib, d->id_hash)) {
 			if (queue_ack(ib, d->peer, d->seq) < 0)

@@ -150,6 +150,31 @@ maro_input_next(struct maro_input *in, const uint8_t **p, size_t *n, uint64_t *a
 	return 1;
 }
 
+int
+maro_input_next_msg(struct maro_input *in, const uint8_t **p, size_t *n, uint64_t *at,
+    struct maro_msg *m, int *decoded, struct maro_err *err)
+{
+	*decoded = 0;
+	if (in->kind == MARO_INPUT_CBOR) {
+		size_t avail;
+		const uint8_t *q = maro_reader_peek(&in->r, &avail);
+
+		/*
+		 * the decode finds where the message ends: no scan before it (a
+		 * tenth of a streaming sender); one that does not end within what
+		 * was read, or is not a message, takes the scan below, which says
+		 * why or waits for more
+		 */
+		if (avail && maro_msg_decode_prefix(m, q, avail, &in->r.scan.lim, n) == 0) {
+			maro_reader_skip(&in->r, *n, at);
+			*p = q;
+			*decoded = 1;
+			return 1;
+		}
+	}
+	return maro_input_next(in, p, n, at, err);
+}
+
 ssize_t
 maro_input_fill(struct maro_input *in)
 {

@@ -17,6 +17,7 @@
 
 #include "buf.h"
 #include "cborseq.h"
+#include "message.h"
 
 enum maro_input_kind { MARO_INPUT_CBOR, MARO_INPUT_JSON, MARO_INPUT_MEM };
 
@@ -51,6 +52,15 @@ void maro_input_free(struct maro_input *in);
  */
 int maro_input_next(struct maro_input *in, const uint8_t **p, size_t *n, uint64_t *at,
     struct maro_err *err);
+/*
+ * The same, and the message decoded in the same pass where that is quick
+ * (a whole message buffered in a CBOR stream): then *decoded is 1 and m
+ * holds views into *p, as maro_msg_decode_checked within the input's
+ * limits gives.  Else *decoded is 0: decode *p yourself (and say why it
+ * is no message).
+ */
+int maro_input_next_msg(struct maro_input *in, const uint8_t **p, size_t *n, uint64_t *at,
+    struct maro_msg *m, int *decoded, struct maro_err *err);
 /*
  * Reads once from the descriptor (see maro_reader_fill).  Bytes read, 0 at
  * the end of input, or -1 with errno (ENOMEM: no room for them).

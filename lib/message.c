@@ -218,6 +218,38 @@ text_head(const uint8_t *p, size_t n)
 }
 
 /*
+ * Whether the n bytes at s are ASCII without a NUL, eight at a time: a
+ * word has a byte of 0x80 or more, or of 0 (its high bit set once one is
+ * taken away, and not set before), when (w | (w - 0x01..01) & ~w) has a
+ * high bit.  The common text of a message is a short name or a UUID.
+ */
+static inline int
+ascii_no_nul(const uint8_t *s, size_t n)
+{
+	const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+	uint64_t w, bad = 0;
+	size_t i = 0;
+
+	if (n < 8) {
+		/* a byte at a time: a copy of fewer bytes into a word is a call, and a stall */
+		for (; i < n; i++)
+			if (s[i] - 1u >= 0x7f)
+				return 0;
+		return 1;
+	}
+	for (; i + 8 <= n; i += 8) {
+		memcpy(&w, s + i, 8);
+		bad |= w | ((w - ones) & ~w);
+	}
+	if (i < n) {
+		/* the tail: the last eight bytes, some of them seen already */
+		memcpy(&w, s + n - 8, 8);
+		bad |= w | ((w - ones) & ~w);
+	}
+	return !(bad & highs);
+}
+
+/*
  * The UTF-8 text of the item of n bytes at p (n from item_len): a
  * definite-length string, and without a NUL (-2), since it names something
  * ("w1\0x" is not "w1").
@@ -229,10 +261,15 @@ text_value(const uint8_t *p, size_t n, struct maro_str *out)
 
 	if (n && p[0] == 0x7f)
 		return -3;
-	if (!h || !maro_utf8_valid(p + h, n - h))
+	if (!h)
 		return -1;
-	if (memchr(p + h, 0, n - h))
-		return -2;
+	/* names and ids are ASCII: one pass for both checks, no call */
+	if (!ascii_no_nul(p + h, n - h)) {
+		if (!maro_utf8_valid(p + h, n - h))
+			return -1;
+		if (memchr(p + h, 0, n - h))
+			return -2;
+	}
 	out->p = (const char *)p + h;
 	out->n = n - h;
 	return 0;
@@ -547,6 +584,26 @@ maro_msg_decode_checked(struct maro_msg *m, const uint8_t *p, size_t n,
 	return rc;
 }
 
+int
+maro_msg_decode_prefix(struct maro_msg *m, const uint8_t *p, size_t n,
+    const struct maro_cbor_limits *lim, size_t *len)
+{
+	size_t depth = lim->max_depth ? lim->max_depth : MARO_CBOR_DEFAULT_MAX_DEPTH;
+	size_t max = lim->max_item ? lim->max_item : MARO_CBOR_DEFAULT_MAX_ITEM;
+	struct maro_err err;
+	int rc;
+
+	if (depth < 2 || depth > MARO_CBOR_MAX_DEPTH_LIMIT)
+		return -1;
+	/* an item that ends within the limit is within it */
+	if (n > max)
+		n = max;
+	item_depth = depth - 1;
+	rc = decode(m, p, n, len, &err);
+	item_depth = 0;
+	return rc;
+}
+
 /* A head of major type major and argument n at q (room for 9 bytes); where it ends. */
 static uint8_t *
 put_head(uint8_t *q, unsigned major, uint64_t n)
@@ -727,17 +784,20 @@ watch_forks(void)
 	pthread_atfork(NULL, NULL, count_fork);
 }
 
+/* Two random words. */
 static void
-random_bytes(uint8_t *out, size_t n)
+random2(uint64_t out[2])
 {
 	static __thread uint64_t st[4];
 	static __thread unsigned seen = ~0u;	/* the forks count it was seeded at */
 	static __thread uint32_t left;
+	int i;
 
-	pthread_once(&fork_once, watch_forks);
-	if (seen != forks || left == 0) {
+	/* the first call seeds (seen matches no count), and watches for forks from then on */
+	if (__builtin_expect(seen != forks || left == 0, 0)) {
 		size_t got = 0;
 
+		pthread_once(&fork_once, watch_forks);
 		while (got < sizeof st) {
 			ssize_t r = getrandom((uint8_t *)st + got, sizeof st - got, 0);
 
@@ -754,19 +814,16 @@ random_bytes(uint8_t *out, size_t n)
 		left = 1u << 20;
 	}
 	left--;
-	while (n > 0) {
-		uint64_t r = rotl(st[1] * 5, 7) * 9, t = st[1] << 17;
-		size_t k = n < sizeof r ? n : sizeof r;
+	for (i = 0; i < 2; i++) {
+		uint64_t t = st[1] << 17;
 
+		out[i] = rotl(st[1] * 5, 7) * 9;
 		st[2] ^= st[0];
 		st[3] ^= st[1];
 		st[1] ^= st[2];
 		st[0] ^= st[3];
 		st[2] ^= t;
 		st[3] = rotl(st[3], 45);
-		memcpy(out, &r, k);
-		out += k;
-		n -= k;
 	}
 }
 
@@ -788,7 +845,7 @@ maro_uuid(char out[MARO_UUID_LEN + 1])
 {
 	uint64_t r[2], h[4];
 
-	random_bytes((uint8_t *)r, sizeof r);
+	random2(r);
 	h[0] = hex8((uint32_t)r[0]);
 	h[1] = hex8((uint32_t)(r[0] >> 32));
 	h[2] = hex8((uint32_t)r[1]);

@@ -95,6 +95,14 @@ void maro_msg_rebase(struct maro_msg *dst, const struct maro_msg *m, const uint8
 int maro_msg_decode_checked(struct maro_msg *m, const uint8_t *p, size_t n,
     const struct maro_cbor_limits *lim, struct maro_err *err);
 /*
+ * The message that starts at p, within n bytes (more may follow it), in the
+ * same pass: as maro_msg_decode_checked on its own bytes, its length in
+ * *len.  -1 when it is not a message or does not end within n, saying
+ * nothing: the caller scans the bytes to find out why, or to wait for more.
+ */
+int maro_msg_decode_prefix(struct maro_msg *m, const uint8_t *p, size_t n,
+    const struct maro_cbor_limits *lim, size_t *len);
+/*
  * Appends the encoded message to out.  Key order: the table above, then
  * unknown keys.  m must not point into out (out may move as it grows).
  */

@@ -36,6 +36,9 @@ enum maro_send_fault {
 /* One input message (n bytes at p) staged for its peers: 0, or a fault (above). */
 int maro_send_take(struct maro_send *t, const uint8_t *p, size_t n, struct maro_err *err, char *why,
     size_t len);
+/* The same for a message decoded already (m is filled in: it may be changed). */
+int maro_send_take_msg(struct maro_send *t, struct maro_msg *m, struct maro_err *err, char *why,
+    size_t len);
 /* Do the sessions awaiting replies reach the context's max_pending (read no more input until some come)? */
 int maro_send_full(const struct maro_send *t);
 

@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -22,9 +23,19 @@ maro_tool_ctx(struct maro_common *cm)
 	return c;
 }
 
+/*
+ * ZeroMQ's I/O thread allocates each frame it receives (up to 64 KiB) and
+ * the tool frees them in bursts: glibc gave the freed top of the heap back
+ * to the kernel each time (above 128 KiB) and faulted it in again for the
+ * next frames, a third of a streaming receiver's system time.  Kept up to
+ * this much, the heap holds no more than the tool's peak use.
+ */
+#define KEEP_FREE_HEAP (4 * 1024 * 1024)
+
 struct maro_ctx *
 maro_tool_open(struct maro_common *cm, int64_t *deadline)
 {
+	mallopt(M_TRIM_THRESHOLD, KEEP_FREE_HEAP);
 	maro_cli_catch_signals();
 	*deadline = cm->timeout >= 0 ? maro_now_us() + cm->timeout : INT64_MAX;
 	maro_deadline = *deadline;

@@ -405,6 +405,26 @@ restore_entry() {
 	[ "$(cat sink.out)" = 1 ]
 }
 
+@test "an id handed on 20000 messages before is still a duplicate: the filter grows without forgetting" {
+	# the filter starts with room for 4096 ids and doubles up to 131072
+	sink sink
+	id=3c9d2e1f-4a5b-4c6d-8e7f-901a2b3c4d5e
+	{
+		printf '{"tag":"d","session_type":"notification","message_id":"%s","payload":"first"}\n' "$id"
+		seq 1 20000 | sed 's/.*/{"tag":"d","session_type":"notification","payload":&}/'
+		printf '{"tag":"d","session_type":"notification","message_id":"%s","payload":"again"}\n' "$id"
+	} | maro-msg -i json > grow.cbor
+	run timeout 60 maro-send -p sink -W 50s < grow.cbor
+	assert_success
+	kill -TERM "$(child_pid "$RECV" maro-recv)"
+	wait_exit "$RECV" 10
+	[ "$status" -eq 143 ]
+	[ "$(wc -l < sink.out)" -eq 20001 ]
+	[ "$(head -n 1 sink.out)" = first ]
+	run grep -c again sink.out
+	[ "$output" = 0 ]
+}
+
 @test "a peer that greets with ZMTP 1.0 is refused at once (libzmq 4.3 can abort on such bytes)" {
 	sink sink -C 1
 	ep=$(endpoint_of sink)

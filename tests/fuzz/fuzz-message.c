@@ -75,7 +75,7 @@ one_pass(const uint8_t *data, size_t size)
 	};
 	struct maro_msg a, b;
 	struct maro_err err;
-	size_t i;
+	size_t i, len;
 
 	for (i = 0; i < sizeof lims / sizeof lims[0]; i++) {
 		int two = maro_cbor_check(data, size, &lims[i], &err) == 0 &&
@@ -89,6 +89,14 @@ one_pass(const uint8_t *data, size_t size)
 		REQUIRE(one == two);
 		if (one)
 			same_msg(&a, &b);
+		/* in one pass from the start of a stream: the message check + decode take there, or none */
+		if (maro_msg_decode_prefix(&b, data, size, &lims[i], &len) == 0) {
+			REQUIRE(len <= size && maro_cbor_check(data, len, &lims[i], &err) == 0 &&
+			    maro_msg_decode(&a, data, len, &err) == 0);
+			same_msg(&a, &b);
+		} else if (lims[i].max_depth != 1) {
+			REQUIRE(!two);	/* under 2 levels it leaves every item to the scan */
+		}
 	}
 }
 

@@ -102,6 +102,38 @@ same_verdict(const char *p, size_t n, size_t max_item, size_t depth)
 	return one == two && (!one || (a.payload.n == b.payload.n && a.nextra == b.nextra));
 }
 
+/*
+ * decode_prefix, with bytes after the item: the message that check +
+ * decode accept at the start, with its length; nothing when they accept
+ * no start of the bytes (with a nesting limit under 2 it leaves every
+ * item to them)
+ */
+static int
+same_prefix(const char *p, size_t n, size_t max_item, size_t depth)
+{
+	struct maro_cbor_limits lim = { max_item, depth };
+	struct maro_err err;
+	struct maro_msg a, b;
+	uint8_t buf[64];
+	size_t len, k;
+
+	if (n + 3 > sizeof buf)
+		return 0;
+	memcpy(buf, p, n);
+	memcpy(buf + n, "\xa0\x00\xff", 3);
+	if (maro_msg_decode_prefix(&b, buf, n + 3, &lim, &len) == 0)
+		return len <= n + 3 && maro_cbor_check(buf, len, &lim, &err) == 0 &&
+		    maro_msg_decode(&a, buf, len, &err) == 0 && a.payload.n == b.payload.n &&
+		    a.nextra == b.nextra && a.tag.p == b.tag.p;
+	for (k = 1; k <= n + 3 && depth >= 2; k++)
+		if (maro_cbor_check(buf, k, &lim, &err) == 0 && maro_msg_decode(&a, buf, k, &err) == 0) {
+			fprintf(stderr, "decode_prefix rejects what check + decode accept (%zu bytes, depth %zu)\n",
+			    k, depth);
+			return 0;
+		}
+	return 1;
+}
+
 static void
 test_checked(void)
 {
@@ -113,27 +145,28 @@ test_checked(void)
 		{ "\xbf\x63tag\x61x\xff", 8 },			/* indefinite */
 		{ "\xbf\x63tag\x61x", 7 },				/* no break */
 		{ "\xbf\x63tag\x61x\xff\xff", 9 },
-		{ "\xa2\x63tag\x61x\x67payload\x81\x81\x81\x01", 21 },	/* depth 4 */
-		{ "\xa2\x63tag\x61x\x67payload\x81\x81\x80", 20 },	/* empty one at depth 4 */
-		{ "\xa2\x63tag\x61x\x67payload\x5f\x41\x00\xff", 21 },	/* indefinite bytes */
-		{ "\xa2\x63tag\x61x\x67payload\x5f\x61\x00\xff", 21 },	/* wrong chunk */
-		{ "\xa2\x63tag\x61x\x67payload\x1c", 18 },		/* reserved ai */
-		{ "\xa2\x63tag\x61x\x67payload\x7c", 18 },
+		{ "\xa2\x63tag\x61x\x67payload\x81\x81\x81\x01", 19 },	/* depth 4 */
+		{ "\xa2\x63tag\x61x\x67payload\x81\x81\x80", 18 },	/* empty one at depth 4 */
+		{ "\xa2\x63tag\x61x\x67payload\x5f\x41\x00\xff", 19 },	/* indefinite bytes */
+		{ "\xa2\x63tag\x61x\x67payload\x5f\x61\x00\xff", 19 },	/* wrong chunk */
+		{ "\xa2\x63tag\x61x\x67payload\x1c", 16 },		/* reserved ai */
+		{ "\xa2\x63tag\x61x\x67payload\x7c", 16 },
 		{ "\xbc\x63tag\x61x", 7 },				/* reserved map head */
 		{ "\xa2\x63tag\x61x\x81\x01\x02", 10 },		/* array key */
 		{ "\xa2\x63tag\x61x\x19\x01", 9 },			/* short int key */
-		{ "\xa2\x63tag\x61x\x67payload\xf9\x3c\x00", 20 },
-		{ "\xa2\x63tag\x61x\x67payload\xf8\x10", 19 },
-		{ "\xa2\x63tag\x61x\x67payload\xc1\x1a\x00\x00\x00\x01", 23 },
+		{ "\xa2\x63tag\x61x\x67payload\xf9\x3c\x00", 18 },
+		{ "\xa2\x63tag\x61x\x67payload\xf8\x10", 17 },
+		{ "\xa2\x63tag\x61x\x67payload\xc1\x1a\x00\x00\x00\x01", 21 },
 	};
 	size_t i, depth;
 
 	for (i = 0; i < sizeof cases / sizeof cases[0]; i++)
 		for (depth = 1; depth <= 5; depth++)
-			CHECK(same_verdict(cases[i].p, cases[i].n, 1024, depth));
+			CHECK(same_verdict(cases[i].p, cases[i].n, 1024, depth) &&
+			    same_prefix(cases[i].p, cases[i].n, 1024, depth));
 	/* the size limit */
-	CHECK(same_verdict("\xa1\x63tag\x61x", 7, 7, 64));
-	CHECK(same_verdict("\xa1\x63tag\x61x", 7, 6, 64));
+	CHECK(same_verdict("\xa1\x63tag\x61x", 7, 7, 64) && same_prefix("\xa1\x63tag\x61x", 7, 7, 64));
+	CHECK(same_verdict("\xa1\x63tag\x61x", 7, 6, 64) && same_prefix("\xa1\x63tag\x61x", 7, 6, 64));
 }
 
 /* UUIDs: version 4 form, all distinct, and a forked child does not repeat its parent's. */
@@ -329,6 +362,48 @@ test_redirect(void)
 	CHECK(redirect_same((const uint8_t *)cases[1].p, cases[1].n, longname));
 }
 
+/*
+ * Text fields of every length around the eight-byte words the ASCII check
+ * reads: a NUL or a byte that is not UTF-8 anywhere is refused; UTF-8
+ * beyond ASCII is taken.
+ */
+static void
+test_text_check(void)
+{
+	static const char *const bad_at[] = { "\0", "\x80", "\xc3(", "\xff" };
+	struct maro_err err;
+	struct maro_msg m;
+	uint8_t b[64];
+	size_t len, at, k;
+
+	for (len = 1; len <= 40; len++) {
+		/* {"tag": len x's} */
+		b[0] = 0xa1;
+		memcpy(b + 1, "\x63tag", 4);
+		b[5] = (uint8_t)(0x78);
+		b[6] = (uint8_t)len;
+		memset(b + 7, 'x', len);
+		CHECK(maro_msg_decode(&m, b, 7 + len, &err) == 0 && m.tag.n == len);
+		for (at = 0; at < len; at++)
+			for (k = 0; k < 4; k++) {
+				size_t n = strlen(bad_at[k]) ? strlen(bad_at[k]) : 1;
+
+				if (at + n > len)
+					continue;
+				memset(b + 7, 'x', len);
+				memcpy(b + 7 + at, bad_at[k], n);
+				CHECK(maro_msg_decode(&m, b, 7 + len, &err) < 0 &&
+				    strstr(err.msg, k ? "UTF-8" : "NUL"));
+			}
+		if (len >= 2) {
+			/* an e with an acute accent at the end */
+			memset(b + 7, 'x', len);
+			memcpy(b + 7 + len - 2, "\xc3\xa9", 2);
+			CHECK(maro_msg_decode(&m, b, 7 + len, &err) == 0 && m.tag.n == len);
+		}
+	}
+}
+
 void
 test_message(void)
 {
@@ -338,6 +413,7 @@ test_message(void)
 	test_checked();
 	test_rebase();
 	test_text();
+	test_text_check();
 	test_format();
 	test_redirect();
 }
