@@ -399,8 +399,10 @@ maro_scatter_pollitems(struct maro_scatter *sc, zmq_pollitem_t *items, int max)
 int64_t
 maro_scatter_wake(const struct maro_scatter *sc, int64_t wake)
 {
-	if (maro_outbox_deadline(sc->ob) < wake)
-		wake = maro_outbox_deadline(sc->ob);
+	int64_t ob = maro_outbox_deadline(sc->ob);
+
+	if (ob < wake)
+		wake = ob;
 	if (sc->task_timeout && sc->next_check < wake)
 		wake = sc->next_check;
 	if (sc->prefix && sc->next_refresh < wake)
