@@ -937,7 +937,7 @@ maro_outbox_run(struct maro_outbox *ob)
 int64_t
 maro_outbox_deadline(const struct maro_outbox *ob)
 {
-	int64_t t = INT64_MAX;
+	int64_t t = INT64_MAX, now = 0;
 	size_t i;
 
 	for (i = 0; i < ob->ndests; i++) {
@@ -945,20 +945,23 @@ maro_outbox_deadline(const struct maro_outbox *ob)
 
 		if (d->head == d->tail)
 			continue;
+		/* the clock read once, not three times for each of a thousand peers */
+		if (!now)
+			now = maro_now_us();
 		if (!d->sock && d->next_lookup < t)
 			t = d->next_lookup;
 		/* unsent (the socket said EAGAIN): poll says when it can take more,
 		 * but a connection that completes does not always say so: look again soon */
-		if (d->sock && d->next < d->tail && maro_now_us() + 50000 < t)
-			t = maro_now_us() + 50000;
+		if (d->sock && d->next < d->tail && now + 50000 < t)
+			t = now + 50000;
 		if (d->head < d->next && d->ring[d->head & d->mask].sent + d->retry_us < t)
 			t = d->ring[d->head & d->mask].sent + d->retry_us;
 		if (d->blocked_since && d->blocked_since + d->retry_us < t)
 			t = d->blocked_since + d->retry_us;
 		/* a fresh connection's handshake: a refusal is told within a second */
 		if (d->sock && !d->hs_ok && ob->c->driver->handshake &&
-		    maro_now_us() - d->connected_at < HANDSHAKE_WATCH_US && maro_now_us() + HANDSHAKE_POLL_US < t)
-			t = maro_now_us() + HANDSHAKE_POLL_US;
+		    now - d->connected_at < HANDSHAKE_WATCH_US && now + HANDSHAKE_POLL_US < t)
+			t = now + HANDSHAKE_POLL_US;
 	}
 	return t;
 }

@@ -14,6 +14,8 @@
 
 #define NO_PEER MARO_WORKQ_NO_PEER
 #define REFRESH_US 250000
+/* input after this long without any is new work: the members are looked at again */
+#define PAUSE_US 20000
 
 static void
 on_ack(void *arg, const char *dest, const uint8_t *p, size_t n)
@@ -47,10 +49,7 @@ on_moved(void *arg, const char *dest, size_t dropped)
 	unsigned n;
 
 	(void)dropped;
-	for (p = 0; p < sc->q.npeers; p++)
-		if (!strcmp(sc->q.peers[p].name, dest))
-			break;
-	if (p == sc->q.npeers)
+	if ((p = maro_workq_peer_find(&sc->q, dest)) == NO_PEER)
 		return;
 	if (maro_workq_peer_replaced(&sc->q, p, &n) < 0)
 		sc->nomem = 1;
@@ -128,6 +127,7 @@ maro_scatter_take(struct maro_scatter *sc, struct maro_reader *r, size_t max)
 	int took = 0;
 
 	sc->want_input = 0;
+	sc->after_pause = 0;
 	while (!sc->input_done && maro_workq_queued(&sc->q) < max) {
 		const uint8_t *p;
 		size_t n;
@@ -138,6 +138,8 @@ maro_scatter_take(struct maro_scatter *sc, struct maro_reader *r, size_t max)
 		if (rc == 0) {
 			sc->input_done = r->eof;
 			sc->want_input = 1;
+			if (!sc->dry_since)
+				sc->dry_since = maro_now_us();
 			if (!sc->input_done || sc->in.seq >= last)
 				break;
 			snprintf(sc->input_error, sizeof sc->input_error, "the input ended at %s %llu, but job "
@@ -146,6 +148,10 @@ maro_scatter_take(struct maro_scatter *sc, struct maro_reader *r, size_t max)
 		} else if (rc > 0 && (added = maro_scatter_add(sc, p, n, &err)) >= 0 && added < 2) {
 			sc->skipped += (size_t)added;
 			took |= !added;
+			/* a steady input runs dry between reads too, for microseconds: not a pause */
+			if (sc->dry_since && maro_now_us() - sc->dry_since >= PAUSE_US)
+				sc->after_pause = 1;
+			sc->dry_since = 0;
 			continue;
 		} else if (added < 0 && rc > 0 && errno == ENOMEM) {
 			return -1;
@@ -393,8 +399,10 @@ maro_scatter_pollitems(struct maro_scatter *sc, zmq_pollitem_t *items, int max)
 int64_t
 maro_scatter_wake(const struct maro_scatter *sc, int64_t wake)
 {
-	if (maro_outbox_deadline(sc->ob) < wake)
-		wake = maro_outbox_deadline(sc->ob);
+	int64_t ob = maro_outbox_deadline(sc->ob);
+
+	if (ob < wake)
+		wake = ob;
 	if (sc->task_timeout && sc->next_check < wake)
 		wake = sc->next_check;
 	if (sc->prefix && sc->next_refresh < wake)
@@ -509,7 +517,7 @@ maro_scatter_round(struct maro_scatter *sc, struct maro_reader *r, size_t max, i
 	maro_outbox_run(sc->ob);	/* acknowledgements make room */
 	if ((moved = maro_scatter_take(sc, r, max)) < 0)
 		return -1;
-	if ((moved && maro_scatter_peers(sc, now, 1) < 0) || (rc = maro_scatter_dispatch(sc)) < 0)
+	if ((sc->after_pause && maro_scatter_peers(sc, now, 1) < 0) || (rc = maro_scatter_dispatch(sc)) < 0)
 		return -1;
 	maro_outbox_run(sc->ob);
 	return moved | rc;

@@ -53,6 +53,8 @@ struct maro_scatter {
 	/* the module's */
 	int64_t next_refresh, next_check;
 	int64_t refresh_took;		/* how long the last look at the members took, us */
+	int64_t dry_since;	/* the input has had nothing more since then (0: it has) */
+	int after_pause;	/* the last take found input after a pause */
 	int nomem;		/* a peer's new holder was not dealt with for want of memory */
 };
 
@@ -80,8 +82,9 @@ int maro_scatter_take(struct maro_scatter *sc, struct maro_reader *r, size_t max
  */
 int maro_scatter_add(struct maro_scatter *sc, const uint8_t *p, size_t n, struct maro_err *err);
 /*
- * With a prefix, looks the peers up every 250 ms (or with fresh, new work,
- * when the last look is 20 ms old): a peer that joined gets work, one that
+ * With a prefix, looks the peers up every 250 ms (or with fresh, new work
+ * after a pause in the input of 20 ms or more, when the last look is 20 ms
+ * old; not at every read of a steady input): a peer that joined gets work, one that
  * left gives its unanswered tasks back (sc->left).  A peer is a process,
  * not a name: one whose name a new process holds (a worker restarted under
  * its name) left too, whether this look or the outbox's own finds it

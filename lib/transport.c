@@ -448,11 +448,12 @@ zmq_bind_inbox(struct maro_ctx *c, char endpoint[MARO_ENDPOINT_MAX + 1])
 	struct zsock *z = zsock_new(c, ZMQ_ROUTER);
 	char want[1024];
 	size_t len = MARO_ENDPOINT_MAX + 1;
-	int one = 1;
+	int one = 1, backlog = 4096;
 
 	if (!z)
 		return NULL;
 	zmq_setsockopt(z->s, ZMQ_ROUTER_MANDATORY, &one, sizeof one);
+	zmq_setsockopt(z->s, ZMQ_BACKLOG, &backlog, sizeof backlog);
 	/*
 	 * A ZAP domain, with a key or without: libzmq then refuses peers that
 	 * greet with ZMTP 1.0 or 2.0, which no maro tool speaks.  Without it,
