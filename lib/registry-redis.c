@@ -671,7 +671,9 @@ nap(int64_t us)
  * Connects to the primary the sentinels name.  While none answers, asks
  * them again with a growing pause, until the TTL has passed since the
  * primary was first missed (or -W): later calls try one round each.  With
- * joining (a tool starting), sentinels that all refuse fail it at once.
+ * joining (a tool starting), sentinels that all refuse fail it at once,
+ * and a named primary that does not answer is waited for as a join waits
+ * for a busy server: until -W, or JOIN_WAIT_US.
  */
 static int
 connect_primary(struct maro_registry *r, int joining)
@@ -686,6 +688,9 @@ connect_primary(struct maro_registry *r, int joining)
 		d->down_us = now;
 	end = d->down_us + r->ttl_ms * 1000;
 	end = end > now ? now + maro_budget_us(end - now, 0) : now;
+	/* a tool starting has no entry to lose: it waits as a join does (-W, JOIN_WAIT_US) */
+	if (joining)
+		end = now + maro_budget_us(JOIN_WAIT_US, 0);
 	for (;;) {
 		if (ask_round(r) == 0) {
 			d->down_us = 0;
