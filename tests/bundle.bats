@@ -161,11 +161,12 @@ hostile() {
 	bg 60 env XDG_CACHE_HOME="$PWD/cache" MARO_BUNDLE_RATE=256K maro-dist -n w.1 -v --bundle files \
 		--on '*:x:1' true 2> w.1.err
 	w=$(child_pid "$BG_PID" maro-dist)
-	wait_until 10 eval 'ls cache/maro/bundles/tmp.*/stream >/dev/null 2>&1'
+	# the stream is unpacked as it comes, into the temporary directory
+	wait_until 10 eval 'ls cache/maro/bundles/tmp.*/root/big >/dev/null 2>&1'
 	kill -9 "$w"
 	wait_exit "$BG_PID" 10
 	[ -z "$(find cache/maro/bundles -mindepth 1 -maxdepth 1 ! -name 'tmp.*' ! -name .locks)" ]
-	[ "$(stat -c %s cache/maro/bundles/tmp.*/stream)" -lt $((4 << 20)) ]
+	[ "$(stat -c %s cache/maro/bundles/tmp.*/root/big)" -lt $((4 << 20)) ]
 	cd ..
 	fetch_only hostA w.2
 	[ "$(fetched hostA/w.2.err)" -gt $((4 << 20)) ]
