@@ -165,6 +165,34 @@ pack_dir(FILE *out, const char *root, const char *rel, struct maro_err *err)
 	return rc;
 }
 
+static const char *
+tmp_dir(void)
+{
+	const char *t = getenv("TMPDIR");
+
+	return t && *t ? t : "/tmp";
+}
+
+/* An unlinked temporary file in TMPDIR (tmpfile(3) takes /tmp whatever TMPDIR says), or NULL. */
+static FILE *
+temp_file(void)
+{
+	char path[4096];
+	FILE *f;
+	int fd;
+
+	if ((size_t)snprintf(path, sizeof path, "%s/maro-bundle.XXXXXX", tmp_dir()) >= sizeof path) {
+		errno = ENAMETOOLONG;
+		return NULL;
+	}
+	if ((fd = mkostemp(path, O_CLOEXEC)) < 0)
+		return NULL;
+	unlink(path);
+	if (!(f = fdopen(fd, "w+")))
+		close(fd);
+	return f;
+}
+
 int
 maro_bundle_srv_open(struct maro_bundle_srv *s, const char *path, struct maro_err *err)
 {
@@ -182,8 +210,9 @@ maro_bundle_srv_open(struct maro_bundle_srv *s, const char *path, struct maro_er
 	if (S_ISREG(st.st_mode)) {
 		s->fd = open(path, O_RDONLY | O_CLOEXEC);
 	} else {
-		if (!(f = tmpfile()))
-			return fail(err, MARO_BUNDLE_IO, "cannot make a temporary file: %s", strerror(errno));
+		if (!(f = temp_file()))
+			return fail(err, MARO_BUNDLE_IO, "cannot make a temporary file in '%s': %s",
+			    tmp_dir(), strerror(errno));
 		fputs("maro-bundle 1\n", f);
 		if ((rc = pack_dir(f, path, "", err)) != 0) {
 			fclose(f);
@@ -1038,7 +1067,8 @@ maro_bundle_fetch(struct maro_ctx *c, const char *owner, const char *server,
 			    fail(err, MARO_BUNDLE_TIMEOUT, "another fetch of the bundle did not end in time");
 			goto out;
 		}
-		usleep(20000);
+		/* every 2 ms: at 20, the waiters of a 0.15 s fetch found it up to 13 % late */
+		usleep(2000);
 	}
 	if (use_cached(cache, got->hash, got) == 0)
 		goto out;

@@ -139,6 +139,15 @@ hostile() {
 	[[ $output == *"evil.fifo' is a device, fifo or socket"* ]]
 }
 
+@test "the server packs its directory in TMPDIR" {
+	run -69 env TMPDIR="$PWD/none" maro-dist -n files --serve-bundle master/job -W 5s
+	assert_output --partial "cannot make a temporary file in '$PWD/none'"
+	mkdir tmp
+	TMPDIR="$PWD/tmp" serve master/job
+	fetch_only hostA w.1
+	cmp master/job/run.sh hostA/cache/maro/bundles/*/run.sh
+}
+
 @test "a file over MARO_BUNDLE_FILE_MAX is refused with 65" {
 	{ printf 'maro-bundle 1\nf 0644 2048 evil\n'; head -c 2048 /dev/zero; printf 'e\n'; } > b
 	export MARO_BUNDLE_FILE_MAX=1K
