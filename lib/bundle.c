@@ -812,52 +812,79 @@ pace(uint64_t rate, int64_t start, uint64_t next, int64_t deadline, struct maro_
 }
 
 /*
- * The unpacker: a thread that unpacks the stream as the fetch hands it
- * on, through a queue of QUEUE chunks (memory of a few chunks, not of the
- * bundle; no stream file written and read back).
+ * The unpacker and the hasher: two threads that unpack and hash the
+ * stream as the fetch hands it on, through a queue of QUEUE chunks
+ * (memory of a few chunks, not of the bundle; no stream file written
+ * and read back).  put, took and hashed count chunks: the fetch puts
+ * q[put % QUEUE] when both threads are done with what was there.
  */
 #define QUEUE 8
 struct unpacker {
-	pthread_t thread;
+	pthread_t thread, hasher;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	struct {
 		uint8_t *p;
 		size_t n;
 	} q[QUEUE];
-	unsigned head, count;	/* the unpacker reads q[head] from pos on */
-	size_t pos;
+	uint64_t put, took, hashed;
+	size_t pos;		/* the unpacker reads q[took % QUEUE] from pos on */
 	int closed;		/* the fetch hands on no more */
 	int stopped;		/* the unpacker reads no more */
+	SHA256_CTX sha;
 	const char *dir;
 	const struct maro_bundle_limits *lim;
 	struct maro_err err;
 	int rc;
 };
 
-/* Hands n bytes at p (at most a chunk) on to the unpacker.  0, or -1 when it stopped. */
+/* Hands n bytes at p (at most a chunk) on.  0, or -1 when the unpacker stopped. */
 static int
 put(struct unpacker *u, const uint8_t *p, size_t n)
 {
-	unsigned tail;
+	unsigned slot;
 	int stopped;
 
 	pthread_mutex_lock(&u->mu);
-	while (u->count == QUEUE && !u->stopped)
+	while (u->put - (u->took < u->hashed ? u->took : u->hashed) == QUEUE && !u->stopped)
 		pthread_cond_wait(&u->cv, &u->mu);
-	tail = (u->head + u->count) % QUEUE;
+	slot = (unsigned)(u->put % QUEUE);
 	stopped = u->stopped;
 	pthread_mutex_unlock(&u->mu);
 	if (stopped)
 		return -1;
-	/* the unpacker touches only what is counted: this slot is the fetch's */
-	memcpy(u->q[tail].p, p, n);
-	u->q[tail].n = n;
+	/* the threads touch only what is counted: this slot is the fetch's */
+	memcpy(u->q[slot].p, p, n);
+	u->q[slot].n = n;
 	pthread_mutex_lock(&u->mu);
-	u->count++;
+	u->put++;
 	pthread_cond_broadcast(&u->cv);
 	pthread_mutex_unlock(&u->mu);
 	return 0;
+}
+
+/* Waits for a chunk past *done: 1, or 0 at the end. */
+static int
+next_chunk(struct unpacker *u, const uint64_t *done)
+{
+	int more;
+
+	pthread_mutex_lock(&u->mu);
+	while (*done == u->put && !u->closed)
+		pthread_cond_wait(&u->cv, &u->mu);
+	more = *done < u->put;
+	pthread_mutex_unlock(&u->mu);
+	return more;
+}
+
+/* One chunk more is done with (took or hashed). */
+static void
+chunk_done(struct unpacker *u, uint64_t *done)
+{
+	pthread_mutex_lock(&u->mu);
+	++*done;
+	pthread_cond_broadcast(&u->cv);
+	pthread_mutex_unlock(&u->mu);
 }
 
 /* The unpacker's stream (fopencookie): what the fetch put, in order; 0 at the end. */
@@ -865,27 +892,34 @@ static ssize_t
 take(void *arg, char *buf, size_t len)
 {
 	struct unpacker *u = arg;
+	unsigned slot;
 	size_t k;
-	unsigned have;
 
-	pthread_mutex_lock(&u->mu);
-	while (!u->count && !u->closed)
-		pthread_cond_wait(&u->cv, &u->mu);
-	have = u->count;
-	pthread_mutex_unlock(&u->mu);
-	if (!have)
+	if (!next_chunk(u, &u->took))
 		return 0;
-	k = u->q[u->head].n - u->pos < len ? u->q[u->head].n - u->pos : len;
-	memcpy(buf, u->q[u->head].p + u->pos, k);
-	if ((u->pos += k) == u->q[u->head].n) {
-		pthread_mutex_lock(&u->mu);
+	slot = (unsigned)(u->took % QUEUE);
+	k = u->q[slot].n - u->pos < len ? u->q[slot].n - u->pos : len;
+	memcpy(buf, u->q[slot].p + u->pos, k);
+	if ((u->pos += k) == u->q[slot].n) {
 		u->pos = 0;
-		u->head = (u->head + 1) % QUEUE;
-		u->count--;
-		pthread_cond_broadcast(&u->cv);
-		pthread_mutex_unlock(&u->mu);
+		chunk_done(u, &u->took);
 	}
 	return (ssize_t)k;
+}
+
+/* The hasher: the stream's SHA-256, chunk by chunk, beside the unpacker. */
+static void *
+hasher_main(void *arg)
+{
+	struct unpacker *u = arg;
+	unsigned slot;
+
+	while (next_chunk(u, &u->hashed)) {
+		slot = (unsigned)(u->hashed % QUEUE);
+		SHA256_Update(&u->sha, u->q[slot].p, u->q[slot].n);
+		chunk_done(u, &u->hashed);
+	}
+	return NULL;
 }
 
 /* The fetch hands on no more (closed) or the unpacker reads no more (stopped). */
@@ -918,39 +952,24 @@ unpacker_main(void *arg)
 }
 
 /*
- * The next bytes of the stream, in order: into the hash, and on to the
- * unpacker.  0, or -1.
- */
-static int
-feed(SHA256_CTX *st, struct unpacker *u, const uint8_t *p, size_t n, uint64_t *hashed)
-{
-	SHA256_Update(st, p, n);
-	*hashed += n;
-	return put(u, p, n);
-}
-
-/*
  * Fetches the stream (size bytes), WINDOW chunks in flight, at most rate
- * bytes a second, while the server reads the next chunks; hashes it as it
- * comes (its SHA-256 into hex) and hands it on in order to the unpacker
- * u, which unpacks it at once on the other core.  A chunk that comes
+ * bytes a second, while the server reads the next chunks, and hands it
+ * on in order to the hasher and the unpacker u.  A chunk that comes
  * before its turn waits in its slot's buffer.  0, a fault, or -1 when
  * the unpacker stopped (its own fault says why).
  */
 static int
 transfer(struct fetch *f, const char *hash, uint64_t size, uint64_t rate, struct unpacker *u, int64_t deadline,
-    uint64_t *moved, char hex[MARO_BUNDLE_HASH_LEN + 1], struct maro_err *err)
+    uint64_t *moved, struct maro_err *err)
 {
 	struct maro_delivery d;
-	SHA256_CTX st;
 	char text[128];
-	uint64_t next = 0, want, val, hashed = 0;
+	uint64_t next = 0, want, val, handed = 0;
 	unsigned major;
 	size_t h;
 	int inflight = 0, i, rc = 0, fed;
 	int64_t start = maro_now_us(), told = start;
 
-	SHA256_Init(&st);
 	while (!rc && (next < size || inflight)) {
 		if (rate && !inflight && (rc = pace(rate, start, next, deadline, err)) != 0)
 			break;
@@ -983,8 +1002,9 @@ transfer(struct fetch *f, const char *hash, uint64_t size, uint64_t rate, struct
 		f->win[i].sid[0] = '\0';
 		inflight--;
 		*moved += val;
-		if (f->win[i].off == hashed) {
-			rc = feed(&st, u, d.msg.payload.p + h, (size_t)val, &hashed) < 0 ? -1 : 0;
+		if (f->win[i].off == handed) {
+			rc = put(u, d.msg.payload.p + h, (size_t)val);
+			handed += val;
 		} else if (!f->win[i].buf && !(f->win[i].buf = malloc(MARO_BUNDLE_CHUNK))) {
 			rc = fail(err, MARO_BUNDLE_NOMEM, "out of memory");
 		} else {
@@ -996,8 +1016,9 @@ transfer(struct fetch *f, const char *hash, uint64_t size, uint64_t rate, struct
 		do {
 			fed = 0;
 			for (i = 0; i < WINDOW && !rc; i++)
-				if (f->win[i].have && f->win[i].off == hashed) {
-					rc = feed(&st, u, f->win[i].buf, f->win[i].have, &hashed) < 0 ? -1 : 0;
+				if (f->win[i].have && f->win[i].off == handed) {
+					rc = put(u, f->win[i].buf, f->win[i].have);
+					handed += f->win[i].have;
 					f->win[i].have = 0;
 					fed = 1;
 				}
@@ -1007,10 +1028,7 @@ transfer(struct fetch *f, const char *hash, uint64_t size, uint64_t rate, struct
 			f->progress(f->arg, *moved, size);
 		}
 	}
-	if (rc)
-		return rc;
-	sha_hex(&st, hex);
-	return 0;
+	return rc;
 }
 
 int
@@ -1088,13 +1106,22 @@ maro_bundle_fetch(struct maro_ctx *c, const char *owner, const char *server,
 	u.dir = path;
 	u.lim = lim;
 	chunks_from_heap();
-	if ((errno = pthread_create(&u.thread, NULL, unpacker_main, &u)) != 0) {
-		rc = fail(err, MARO_BUNDLE_NOMEM, "cannot start the unpacker: %s", strerror(errno));
+	SHA256_Init(&u.sha);
+	if ((errno = pthread_create(&u.hasher, NULL, hasher_main, &u)) != 0) {
+		rc = fail(err, MARO_BUNDLE_NOMEM, "cannot start the hasher: %s", strerror(errno));
 		goto out;
 	}
-	rc = transfer(&f, got->hash, got->size, lim->rate, &u, deadline, &got->fetched, hex, err);
+	if ((errno = pthread_create(&u.thread, NULL, unpacker_main, &u)) != 0) {
+		rc = fail(err, MARO_BUNDLE_NOMEM, "cannot start the unpacker: %s", strerror(errno));
+		unpacker_end(&u, &u.closed);
+		pthread_join(u.hasher, NULL);
+		goto out;
+	}
+	rc = transfer(&f, got->hash, got->size, lim->rate, &u, deadline, &got->fetched, err);
 	unpacker_end(&u, &u.closed);
 	pthread_join(u.thread, NULL);
+	pthread_join(u.hasher, NULL);
+	sha_hex(&u.sha, hex);
 	if (rc > 0)
 		goto out;
 	if (rc == 0 && strcmp(hex, got->hash)) {
