@@ -3,16 +3,26 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
-#include <sodium.h>
+/*
+ * libcrypto's own SHA-256, not its EVP layer: the same code (with the
+ * CPU's SHA extensions where it has them), but 25 kB a tool carries
+ * rather than the 3.4 MB of providers EVP brings into every tool linked
+ * statically (lib/handler.c brings this module into all of them); the
+ * calls are deprecated in OpenSSL 3 in favour of EVP, not gone.
+ */
+#define OPENSSL_SUPPRESS_DEPRECATED
+#include <openssl/sha.h>
 
 #include "bundle.h"
 #include "clock.h"
@@ -37,24 +47,49 @@ fail(struct maro_err *err, int fault, const char *fmt, ...)
 	return fault;
 }
 
+/* SHA-256 by libcrypto: some five times libsodium's speed here (make bench, the bundle row) */
+static void
+sha_hex(SHA256_CTX *h, char hex[MARO_BUNDLE_HASH_LEN + 1])
+{
+	unsigned char sum[SHA256_DIGEST_LENGTH];
+	int i;
+
+	SHA256_Final(sum, h);
+	for (i = 0; i < SHA256_DIGEST_LENGTH; i++)
+		snprintf(hex + 2 * i, 3, "%02x", sum[i]);
+}
+
+/*
+ * A chunk goes through buffers of its size (libzmq's messages, the reply,
+ * the queue) that glibc would map and unmap one by one, above its first
+ * threshold of 128 KiB: the pages faulted in again each time cost the
+ * fetch and its server a third of their speed (make bench, the bundle
+ * row).  From the heap they are used again.  Process-wide, and
+ * harmless to the rest of the process: buffers up to 1 MiB come from
+ * the heap, as they would after glibc's own threshold has moved.
+ */
+static void
+chunks_from_heap(void)
+{
+	mallopt(M_MMAP_THRESHOLD, 1 << 20);
+}
+
 /* The SHA-256 of what fd holds from its start, in hex. */
 static int
 hash_fd(int fd, char hex[MARO_BUNDLE_HASH_LEN + 1], uint8_t *buf, size_t cap)
 {
-	crypto_hash_sha256_state st;
-	unsigned char h[crypto_hash_sha256_BYTES];
+	SHA256_CTX h;
 	off_t at = 0;
 	ssize_t r;
 
-	crypto_hash_sha256_init(&st);
+	SHA256_Init(&h);
 	while ((r = pread(fd, buf, cap, at)) > 0) {
-		crypto_hash_sha256_update(&st, buf, (size_t)r);
+		SHA256_Update(&h, buf, (size_t)r);
 		at += r;
 	}
 	if (r < 0)
 		return -1;
-	crypto_hash_sha256_final(&st, h);
-	sodium_bin2hex(hex, MARO_BUNDLE_HASH_LEN + 1, h, sizeof h);
+	sha_hex(&h, hex);
 	return 0;
 }
 
@@ -130,6 +165,34 @@ pack_dir(FILE *out, const char *root, const char *rel, struct maro_err *err)
 	return rc;
 }
 
+static const char *
+tmp_dir(void)
+{
+	const char *t = getenv("TMPDIR");
+
+	return t && *t ? t : "/tmp";
+}
+
+/* An unlinked temporary file in TMPDIR (tmpfile(3) takes /tmp whatever TMPDIR says), or NULL. */
+static FILE *
+temp_file(void)
+{
+	char path[4096];
+	FILE *f;
+	int fd;
+
+	if ((size_t)snprintf(path, sizeof path, "%s/maro-bundle.XXXXXX", tmp_dir()) >= sizeof path) {
+		errno = ENAMETOOLONG;
+		return NULL;
+	}
+	if ((fd = mkostemp(path, O_CLOEXEC)) < 0)
+		return NULL;
+	unlink(path);
+	if (!(f = fdopen(fd, "w+")))
+		close(fd);
+	return f;
+}
+
 int
 maro_bundle_srv_open(struct maro_bundle_srv *s, const char *path, struct maro_err *err)
 {
@@ -139,15 +202,17 @@ maro_bundle_srv_open(struct maro_bundle_srv *s, const char *path, struct maro_er
 
 	memset(s, 0, sizeof *s);
 	s->fd = -1;
-	if (sodium_init() < 0 || !(s->chunk = malloc(MARO_BUNDLE_CHUNK)))
+	chunks_from_heap();
+	if (!(s->chunk = malloc(MARO_BUNDLE_CHUNK)))
 		return fail(err, MARO_BUNDLE_NOMEM, "out of memory");
 	if (stat(path, &st) < 0)
 		return fail(err, MARO_BUNDLE_IO, "cannot read '%s': %s", path, strerror(errno));
 	if (S_ISREG(st.st_mode)) {
 		s->fd = open(path, O_RDONLY | O_CLOEXEC);
 	} else {
-		if (!(f = tmpfile()))
-			return fail(err, MARO_BUNDLE_IO, "cannot make a temporary file: %s", strerror(errno));
+		if (!(f = temp_file()))
+			return fail(err, MARO_BUNDLE_IO, "cannot make a temporary file in '%s': %s",
+			    tmp_dir(), strerror(errno));
 		fputs("maro-bundle 1\n", f);
 		if ((rc = pack_dir(f, path, "", err)) != 0) {
 			fclose(f);
@@ -219,14 +284,17 @@ maro_bundle_srv_answer(struct maro_bundle_srv *s, const uint8_t *req, size_t n,
 		return -1;
 	}
 	k = s->size - off < MARO_BUNDLE_CHUNK ? (size_t)(s->size - off) : MARO_BUNDLE_CHUNK;
-	if ((r = pread(s->fd, s->chunk, k, (off_t)off)) < 0 || (size_t)r != k) {
-		snprintf(why, len, "cannot read the bundle: %s", r < 0 ? strerror(errno) : "it shrank");
-		return -1;
-	}
-	if (maro_buf_cbor_head(out, 2, k) < 0 || maro_buf_append(out, s->chunk, k) < 0) {
+	/* read into the reply itself, after its head: one copy of the chunk the less */
+	if (maro_buf_cbor_head(out, 2, k) < 0 || maro_buf_reserve(out, k) < 0) {
 		snprintf(why, len, "out of memory");
 		return -1;
 	}
+	if ((r = pread(s->fd, out->p + out->len, k, (off_t)off)) < 0 || (size_t)r != k) {
+		snprintf(why, len, "cannot read the bundle: %s", r < 0 ? strerror(errno) : "it shrank");
+		out->len = 0;
+		return -1;
+	}
+	out->len += k;
 	return 0;
 }
 
@@ -483,26 +551,19 @@ parents_ok(const char *root, const char *rel)
 	return 1;
 }
 
-int
-maro_bundle_unpack(int fd, const char *dir, const struct maro_bundle_limits *lim,
+/* Unpacks the stream f into dir (new), writing files from buf (cap bytes); as maro_bundle_unpack. */
+static int
+unpack(FILE *f, const char *dir, const struct maro_bundle_limits *lim, char *buf, size_t cap,
     struct maro_err *err)
 {
-	char line[LINE_MAX_], path[8192], target[4096], *rel, *end, buf[65536];
+	char line[LINE_MAX_], path[8192], target[4096], *rel, *end;
 	uint64_t total = 0, size, left;
 	unsigned long mode = 0;
-	int in = dup(fd), out, rc = MARO_BUNDLE_HOSTILE;
-	FILE *f = in >= 0 ? fdopen(in, "r") : NULL;
+	int out, rc = MARO_BUNDLE_HOSTILE;
 	size_t k;
 
-	if (!f) {
-		if (in >= 0)
-			close(in);
-		return fail(err, MARO_BUNDLE_NOMEM, "out of memory");
-	}
-	if (mkdir(dir, 0700) < 0) {
-		fclose(f);
+	if (mkdir(dir, 0700) < 0)
 		return fail(err, MARO_BUNDLE_IO, "cannot make '%s': %s", dir, strerror(errno));
-	}
 	if (!fgets(line, sizeof line, f) || strcmp(line, "maro-bundle 1\n")) {
 		fail(err, rc, "not a bundle (no 'maro-bundle 1' line first)");
 		goto out;
@@ -573,7 +634,7 @@ maro_bundle_unpack(int fd, const char *dir, const struct maro_bundle_limits *lim
 			goto out;
 		}
 		for (left = size; left; left -= k) {
-			k = fread(buf, 1, left < sizeof buf ? (size_t)left : sizeof buf, f);
+			k = fread(buf, 1, left < cap ? (size_t)left : cap, f);
 			if (!k || write(out, buf, k) != (ssize_t)k)
 				break;
 		}
@@ -585,7 +646,28 @@ maro_bundle_unpack(int fd, const char *dir, const struct maro_bundle_limits *lim
 		close(out);
 	}
 out:
+	return rc;
+}
+
+int
+maro_bundle_unpack(int fd, const char *dir, const struct maro_bundle_limits *lim,
+    struct maro_err *err)
+{
+	int in = dup(fd), rc;
+	FILE *f = in >= 0 ? fdopen(in, "r") : NULL;
+	char *buf = malloc(MARO_BUNDLE_CHUNK);
+
+	if (!f || !buf) {
+		if (f)
+			fclose(f);
+		else if (in >= 0)
+			close(in);
+		free(buf);
+		return fail(err, MARO_BUNDLE_NOMEM, "out of memory");
+	}
+	rc = unpack(f, dir, lim, buf, MARO_BUNDLE_CHUNK, err);
 	fclose(f);
+	free(buf);
 	return rc;
 }
 
@@ -600,8 +682,10 @@ struct fetch {
 	struct maro_requester rq;
 	struct maro_buf pl, enc;
 	struct {
-		char sid[MARO_UUID_LEN + 1];
+		char sid[MARO_UUID_LEN + 1];	/* of the request in flight, or "" */
 		uint64_t off;
+		uint8_t *buf;			/* a chunk come before its turn: have bytes */
+		size_t have;
 	} win[WINDOW];
 	int failed;
 	char why[160];
@@ -728,57 +812,171 @@ pace(uint64_t rate, int64_t start, uint64_t next, int64_t deadline, struct maro_
 }
 
 /*
- * The chunk at off (its bytes at p) is in fd: the stream's hash st goes on
- * over every chunk in order from *hashed that is in (done marks them),
- * read back from fd (into buf) but for this one.  0, or -1.
+ * The unpacker and the hasher: two threads that unpack and hash the
+ * stream as the fetch hands it on, through a queue of QUEUE chunks
+ * (memory of a few chunks, not of the bundle; no stream file written
+ * and read back).  put, took and hashed count chunks: the fetch puts
+ * q[put % QUEUE] when both threads are done with what was there.
  */
-static int
-hash_on(crypto_hash_sha256_state *st, uint64_t *hashed, uint8_t *done, uint64_t off,
-    const uint8_t *p, int fd, uint64_t size, uint8_t *buf)
-{
-	uint64_t k = off / MARO_BUNDLE_CHUNK, n;
+#define QUEUE 8
+struct unpacker {
+	pthread_t thread, hasher;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct {
+		uint8_t *p;
+		size_t n;
+	} q[QUEUE];
+	uint64_t put, took, hashed;
+	size_t pos;		/* the unpacker reads q[took % QUEUE] from pos on */
+	int closed;		/* the fetch hands on no more */
+	int stopped;		/* the unpacker reads no more */
+	SHA256_CTX sha;
+	const char *dir;
+	const struct maro_bundle_limits *lim;
+	struct maro_err err;
+	int rc;
+};
 
-	done[k >> 3] |= (uint8_t)(1u << (k & 7));
-	while (*hashed < size && (done[*hashed / MARO_BUNDLE_CHUNK >> 3] >> (*hashed / MARO_BUNDLE_CHUNK & 7) & 1)) {
-		n = size - *hashed < MARO_BUNDLE_CHUNK ? size - *hashed : MARO_BUNDLE_CHUNK;
-		if (*hashed != off && pread(fd, buf, (size_t)n, (off_t)*hashed) != (ssize_t)n)
-			return -1;
-		crypto_hash_sha256_update(st, *hashed == off ? p : buf, n);
-		*hashed += n;
-	}
+/* Hands n bytes at p (at most a chunk) on.  0, or -1 when the unpacker stopped. */
+static int
+put(struct unpacker *u, const uint8_t *p, size_t n)
+{
+	unsigned slot;
+	int stopped;
+
+	pthread_mutex_lock(&u->mu);
+	while (u->put - (u->took < u->hashed ? u->took : u->hashed) == QUEUE && !u->stopped)
+		pthread_cond_wait(&u->cv, &u->mu);
+	slot = (unsigned)(u->put % QUEUE);
+	stopped = u->stopped;
+	pthread_mutex_unlock(&u->mu);
+	if (stopped)
+		return -1;
+	/* the threads touch only what is counted: this slot is the fetch's */
+	memcpy(u->q[slot].p, p, n);
+	u->q[slot].n = n;
+	pthread_mutex_lock(&u->mu);
+	u->put++;
+	pthread_cond_broadcast(&u->cv);
+	pthread_mutex_unlock(&u->mu);
 	return 0;
 }
 
+/* Waits for a chunk past *done: 1, or 0 at the end. */
+static int
+next_chunk(struct unpacker *u, const uint64_t *done)
+{
+	int more;
+
+	pthread_mutex_lock(&u->mu);
+	while (*done == u->put && !u->closed)
+		pthread_cond_wait(&u->cv, &u->mu);
+	more = *done < u->put;
+	pthread_mutex_unlock(&u->mu);
+	return more;
+}
+
+/* One chunk more is done with (took or hashed). */
+static void
+chunk_done(struct unpacker *u, uint64_t *done)
+{
+	pthread_mutex_lock(&u->mu);
+	++*done;
+	pthread_cond_broadcast(&u->cv);
+	pthread_mutex_unlock(&u->mu);
+}
+
+/* The unpacker's stream (fopencookie): what the fetch put, in order; 0 at the end. */
+static ssize_t
+take(void *arg, char *buf, size_t len)
+{
+	struct unpacker *u = arg;
+	unsigned slot;
+	size_t k;
+
+	if (!next_chunk(u, &u->took))
+		return 0;
+	slot = (unsigned)(u->took % QUEUE);
+	k = u->q[slot].n - u->pos < len ? u->q[slot].n - u->pos : len;
+	memcpy(buf, u->q[slot].p + u->pos, k);
+	if ((u->pos += k) == u->q[slot].n) {
+		u->pos = 0;
+		chunk_done(u, &u->took);
+	}
+	return (ssize_t)k;
+}
+
+/* The hasher: the stream's SHA-256, chunk by chunk, beside the unpacker. */
+static void *
+hasher_main(void *arg)
+{
+	struct unpacker *u = arg;
+	unsigned slot;
+
+	while (next_chunk(u, &u->hashed)) {
+		slot = (unsigned)(u->hashed % QUEUE);
+		SHA256_Update(&u->sha, u->q[slot].p, u->q[slot].n);
+		chunk_done(u, &u->hashed);
+	}
+	return NULL;
+}
+
+/* The fetch hands on no more (closed) or the unpacker reads no more (stopped). */
+static void
+unpacker_end(struct unpacker *u, int *flag)
+{
+	pthread_mutex_lock(&u->mu);
+	*flag = 1;
+	pthread_cond_broadcast(&u->cv);
+	pthread_mutex_unlock(&u->mu);
+}
+
+static void *
+unpacker_main(void *arg)
+{
+	struct unpacker *u = arg;
+	FILE *f = fopencookie(u, "r", (cookie_io_functions_t){ .read = take });
+	char *buf = malloc(MARO_BUNDLE_CHUNK);
+
+	if (!f || !buf)
+		u->rc = fail(&u->err, MARO_BUNDLE_NOMEM, "out of memory");
+	else
+		u->rc = unpack(f, u->dir, u->lim, buf, MARO_BUNDLE_CHUNK, &u->err);
+	/* a fetch still handing on learns that it may stop */
+	unpacker_end(u, &u->stopped);
+	if (f)
+		fclose(f);
+	free(buf);
+	return NULL;
+}
+
 /*
- * Fetches the stream (size bytes) into fd, WINDOW chunks in flight, at
- * most rate bytes a second, hashing it as it comes, while the server reads
- * the next chunks (its SHA-256 into hex).  0, or a fault.
+ * Fetches the stream (size bytes), WINDOW chunks in flight, at most rate
+ * bytes a second, while the server reads the next chunks, and hands it
+ * on in order to the hasher and the unpacker u.  A chunk that comes
+ * before its turn waits in its slot's buffer.  0, a fault, or -1 when
+ * the unpacker stopped (its own fault says why).
  */
 static int
-transfer(struct fetch *f, const char *hash, uint64_t size, uint64_t rate, int fd, int64_t deadline,
-    uint64_t *moved, uint8_t *buf, char hex[MARO_BUNDLE_HASH_LEN + 1], struct maro_err *err)
+transfer(struct fetch *f, const char *hash, uint64_t size, uint64_t rate, struct unpacker *u, int64_t deadline,
+    uint64_t *moved, struct maro_err *err)
 {
 	struct maro_delivery d;
-	crypto_hash_sha256_state st;
-	unsigned char sum[crypto_hash_sha256_BYTES];
 	char text[128];
-	uint64_t next = 0, want, val, hashed = 0;
-	uint8_t *done = calloc(size / MARO_BUNDLE_CHUNK / 8 + 1, 1);
+	uint64_t next = 0, want, val, handed = 0;
 	unsigned major;
 	size_t h;
-	int inflight = 0, i, rc = 0;
+	int inflight = 0, i, rc = 0, fed;
 	int64_t start = maro_now_us(), told = start;
 
-	if (!done)
-		return fail(err, MARO_BUNDLE_NOMEM, "out of memory");
-	crypto_hash_sha256_init(&st);
 	while (!rc && (next < size || inflight)) {
 		if (rate && !inflight && (rc = pace(rate, start, next, deadline, err)) != 0)
 			break;
 		for (i = 0; i < WINDOW && next < size && !rc; i++) {
 			if (rate && maro_now_us() < start + (int64_t)(next * 1000000.0 / (double)rate))
 				break;
-			if (f->win[i].sid[0])
+			if (f->win[i].sid[0] || f->win[i].have)
 				continue;
 			snprintf(text, sizeof text, "%s %" PRIu64, hash, next);
 			if ((rc = ask(f, text, f->win[i].sid, err)) != 0)
@@ -796,30 +994,41 @@ transfer(struct fetch *f, const char *hash, uint64_t size, uint64_t rate, int fd
 		want = size - f->win[i].off < MARO_BUNDLE_CHUNK ? size - f->win[i].off : MARO_BUNDLE_CHUNK;
 		h = d.msg.payload.p ? maro_cbor_head(d.msg.payload.p, d.msg.payload.n, &major, &val) : 0;
 		if (!h || major != 2 || val != want || h + val != d.msg.payload.n) {
+			maro_inbox_done(f->rq.inbox, &d);
 			rc = fail(err, MARO_BUNDLE_HOSTILE, "'%s' sent a chunk at offset %" PRIu64
 			    " that is not %" PRIu64 " bytes", f->server, f->win[i].off, want);
 			break;
 		}
-		if (pwrite(fd, d.msg.payload.p + h, (size_t)val, (off_t)f->win[i].off) != (ssize_t)val ||
-		    hash_on(&st, &hashed, done, f->win[i].off, d.msg.payload.p + h, fd, size, buf) < 0) {
-			rc = fail(err, MARO_BUNDLE_IO, "cannot write to the bundle cache: %s", strerror(errno));
-			break;
-		}
+		f->win[i].sid[0] = '\0';
+		inflight--;
 		*moved += val;
+		if (f->win[i].off == handed) {
+			rc = put(u, d.msg.payload.p + h, (size_t)val);
+			handed += val;
+		} else if (!f->win[i].buf && !(f->win[i].buf = malloc(MARO_BUNDLE_CHUNK))) {
+			rc = fail(err, MARO_BUNDLE_NOMEM, "out of memory");
+		} else {
+			memcpy(f->win[i].buf, d.msg.payload.p + h, (size_t)val);
+			f->win[i].have = (size_t)val;
+		}
+		maro_inbox_done(f->rq.inbox, &d);
+		/* and those that waited for it */
+		do {
+			fed = 0;
+			for (i = 0; i < WINDOW && !rc; i++)
+				if (f->win[i].have && f->win[i].off == handed) {
+					rc = put(u, f->win[i].buf, f->win[i].have);
+					handed += f->win[i].have;
+					f->win[i].have = 0;
+					fed = 1;
+				}
+		} while (fed && !rc);
 		if (f->progress && maro_now_us() - told >= 1000000) {
 			told = maro_now_us();
 			f->progress(f->arg, *moved, size);
 		}
-		f->win[i].sid[0] = '\0';
-		inflight--;
-		maro_inbox_done(f->rq.inbox, &d);
 	}
-	free(done);
-	if (rc)
-		return rc;
-	crypto_hash_sha256_final(&st, sum);
-	sodium_bin2hex(hex, MARO_BUNDLE_HASH_LEN + 1, sum, sizeof sum);
-	return 0;
+	return rc;
 }
 
 int
@@ -829,10 +1038,13 @@ maro_bundle_fetch(struct maro_ctx *c, const char *owner, const char *server,
 {
 	struct fetch f;
 	char cache[4000], tmp[4096], path[4200], final[4096], hex[MARO_BUNDLE_HASH_LEN + 1];
-	uint8_t *buf = NULL;
-	int rc, fd = -1, lock = -1, one = -1, made = 0;
+	struct unpacker u;
+	int rc, lock = -1, one = -1, made = 0, i;
 
 	memset(&f, 0, sizeof f);
+	memset(&u, 0, sizeof u);
+	pthread_mutex_init(&u.mu, NULL);
+	pthread_cond_init(&u.cv, NULL);
 	memset(got, 0, sizeof *got);
 	got->lock_fd = -1;
 	f.c = c;
@@ -840,8 +1052,7 @@ maro_bundle_fetch(struct maro_ctx *c, const char *owner, const char *server,
 	f.server = server;
 	f.progress = progress;
 	f.arg = arg;
-	if (sodium_init() < 0 || !(f.ob = maro_outbox_new(c, undeliverable, NULL, &f)) ||
-	    !(buf = malloc(MARO_BUNDLE_CHUNK))) {
+	if (!(f.ob = maro_outbox_new(c, undeliverable, NULL, &f))) {
 		rc = fail(err, MARO_BUNDLE_NOMEM, "out of memory");
 		goto out;
 	}
@@ -874,29 +1085,59 @@ maro_bundle_fetch(struct maro_ctx *c, const char *owner, const char *server,
 			    fail(err, MARO_BUNDLE_TIMEOUT, "another fetch of the bundle did not end in time");
 			goto out;
 		}
-		usleep(20000);
+		/* every 2 ms: at 20, the waiters of a 0.15 s fetch found it up to 13 % late */
+		usleep(2000);
 	}
 	if (use_cached(cache, got->hash, got) == 0)
 		goto out;
 	snprintf(tmp, sizeof tmp, "%s/tmp.XXXXXX", cache);
 	if (!mkdtemp(tmp) || (made = 1, lock = open(tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
-	    flock(lock, LOCK_EX) < 0 || (snprintf(path, sizeof path, "%s/stream", tmp),
-	    fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) < 0) {
+	    flock(lock, LOCK_EX) < 0) {
 		rc = fail(err, MARO_BUNDLE_IO, "cannot write to the bundle cache '%s': %s", cache,
 		    strerror(errno));
 		goto out;
 	}
-	if ((rc = transfer(&f, got->hash, got->size, lim->rate, fd, deadline, &got->fetched, buf, hex,
-	    err)) != 0)
+	for (i = 0; i < QUEUE; i++)
+		if (!(u.q[i].p = malloc(MARO_BUNDLE_CHUNK))) {
+			rc = fail(err, MARO_BUNDLE_NOMEM, "out of memory");
+			goto out;
+		}
+	snprintf(path, sizeof path, "%s/root", tmp);
+	u.dir = path;
+	u.lim = lim;
+	chunks_from_heap();
+	SHA256_Init(&u.sha);
+	if ((errno = pthread_create(&u.hasher, NULL, hasher_main, &u)) != 0) {
+		rc = fail(err, MARO_BUNDLE_NOMEM, "cannot start the hasher: %s", strerror(errno));
 		goto out;
-	if (strcmp(hex, got->hash)) {
+	}
+	if ((errno = pthread_create(&u.thread, NULL, unpacker_main, &u)) != 0) {
+		rc = fail(err, MARO_BUNDLE_NOMEM, "cannot start the unpacker: %s", strerror(errno));
+		unpacker_end(&u, &u.closed);
+		pthread_join(u.hasher, NULL);
+		goto out;
+	}
+	rc = transfer(&f, got->hash, got->size, lim->rate, &u, deadline, &got->fetched, err);
+	unpacker_end(&u, &u.closed);
+	pthread_join(u.thread, NULL);
+	pthread_join(u.hasher, NULL);
+	sha_hex(&u.sha, hex);
+	if (rc > 0)
+		goto out;
+	if (rc == 0 && strcmp(hex, got->hash)) {
 		rc = fail(err, MARO_BUNDLE_HOSTILE, "the bundle of '%s' does not hash to its name %.12s... "
 		    "(its bytes hash to %.12s...)", server, got->hash, hex);
 		goto out;
 	}
-	snprintf(path, sizeof path, "%s/root", tmp);
-	if ((rc = maro_bundle_unpack(fd, path, lim, err)) != 0)
+	if (u.rc != 0) {
+		rc = u.rc;
+		*err = u.err;
 		goto out;
+	}
+	if (rc < 0) {
+		rc = fail(err, MARO_BUNDLE_IO, "the unpacker stopped");
+		goto out;
+	}
 	snprintf(final, sizeof final, "%s/%s", cache, got->hash);
 	/* another fetcher may have put it there first: then its copy is the one */
 	if (rename(path, final) < 0 && errno != EEXIST && errno != ENOTEMPTY) {
@@ -909,8 +1150,12 @@ maro_bundle_fetch(struct maro_ctx *c, const char *owner, const char *server,
 	}
 	evict(cache, lim->cache_max, got->hash);
 out:
-	if (fd >= 0)
-		close(fd);
+	for (i = 0; i < WINDOW; i++)
+		free(f.win[i].buf);
+	for (i = 0; i < QUEUE; i++)
+		free(u.q[i].p);
+	pthread_mutex_destroy(&u.mu);
+	pthread_cond_destroy(&u.cv);
 	if (made)
 		rm_tree(tmp);
 	if (lock >= 0)
@@ -923,6 +1168,5 @@ out:
 	maro_outbox_free(f.ob);
 	maro_buf_free(&f.pl);
 	maro_buf_free(&f.enc);
-	free(buf);
 	return rc;
 }

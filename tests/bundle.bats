@@ -139,6 +139,15 @@ hostile() {
 	[[ $output == *"evil.fifo' is a device, fifo or socket"* ]]
 }
 
+@test "the server packs its directory in TMPDIR" {
+	run -69 env TMPDIR="$PWD/none" maro-dist -n files --serve-bundle master/job -W 5s
+	assert_output --partial "cannot make a temporary file in '$PWD/none'"
+	mkdir tmp
+	TMPDIR="$PWD/tmp" serve master/job
+	fetch_only hostA w.1
+	cmp master/job/run.sh hostA/cache/maro/bundles/*/run.sh
+}
+
 @test "a file over MARO_BUNDLE_FILE_MAX is refused with 65" {
 	{ printf 'maro-bundle 1\nf 0644 2048 evil\n'; head -c 2048 /dev/zero; printf 'e\n'; } > b
 	export MARO_BUNDLE_FILE_MAX=1K
@@ -161,11 +170,12 @@ hostile() {
 	bg 60 env XDG_CACHE_HOME="$PWD/cache" MARO_BUNDLE_RATE=256K maro-dist -n w.1 -v --bundle files \
 		--on '*:x:1' true 2> w.1.err
 	w=$(child_pid "$BG_PID" maro-dist)
-	wait_until 10 eval 'ls cache/maro/bundles/tmp.*/stream >/dev/null 2>&1'
+	# the stream is unpacked as it comes, into the temporary directory
+	wait_until 10 eval 'ls cache/maro/bundles/tmp.*/root/big >/dev/null 2>&1'
 	kill -9 "$w"
 	wait_exit "$BG_PID" 10
 	[ -z "$(find cache/maro/bundles -mindepth 1 -maxdepth 1 ! -name 'tmp.*' ! -name .locks)" ]
-	[ "$(stat -c %s cache/maro/bundles/tmp.*/stream)" -lt $((4 << 20)) ]
+	[ "$(stat -c %s cache/maro/bundles/tmp.*/root/big)" -lt $((4 << 20)) ]
 	cd ..
 	fetch_only hostA w.2
 	[ "$(fetched hostA/w.2.err)" -gt $((4 << 20)) ]

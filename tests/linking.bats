@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
 # What a tool loads when it starts.  Built as the GNUmakefile does by
-# default (LINK=static), libzmq, hiredis, jansson and libsodium are in
-# the binary and a tool needs only libcbor, libm and libc, so that its
+# default (LINK=static), libzmq, hiredis, jansson, libsodium and
+# libcrypto's SHA-256 are in the binary and a tool needs only libcbor,
+# libm and libc, so that its
 # start costs little more than an exec (make bench, "start-up");
 # maro-peers loads libmicrohttpd when it serves (lib/http.c).  A
 # sanitizer's runtime is let be; LINK=shared (MARO_LINK, from make test)
@@ -37,4 +38,11 @@ needed() {
 	assert_output --partial zmq_ctx_new
 	run -0 maro-send -V
 	assert_output --regexp "\(libzmq $(pkg-config --modversion libzmq 2>/dev/null || echo '[0-9.]+'),"
+}
+
+@test "a tool carries libcrypto's SHA-256 for bundles (with the CPU's SHA extensions), not its EVP providers" {
+	[ "${MARO_LINK:-static}" = static ] || skip "built with LINK=${MARO_LINK}: the shared libraries on purpose"
+	# EVP would bring 3.4 MB of providers into every tool (lib/handler.c links lib/bundle.c in)
+	run -0 sh -c "nm '$MARO_BIN/maro-dist' | awk '/sha256_block_data_order_shaext|EVP_MD_fetch/ { print \$3 }' | sort -u"
+	assert_output sha256_block_data_order_shaext
 }

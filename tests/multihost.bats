@@ -1,8 +1,9 @@
 #!/usr/bin/env bats
 # Several hosts on one machine: network namespaces on a private bridge, a
-# redis-server on a host of its own, workers on two hosts, a master on a
-# fourth.  One worker host loses its link in the middle of a scatter.  A
-# job's files, served on the master, reach the worker hosts as a bundle.
+# redis-server on a host of its own, workers on two hosts (three for the
+# bundle), a master on a host of its own.  One worker host loses its link in
+# the middle of a scatter.  A job's files, served on the master, reach the
+# worker hosts as a bundle.
 #
 # The bridge lives in a namespace of its own (the "hub"), so nothing is added
 # to the root namespace and parallel runs, whose namespaces carry the pid of
@@ -12,8 +13,8 @@ load helpers
 
 # The hosts and their addresses on the bridge (10.77.0.0/24, ours alone).
 NET=10.77.0
-declare -gA ADDR=([redis]=$NET.1 [master]=$NET.2 [wa]=$NET.3 [wb]=$NET.4)
-HOSTS="redis master wa wb"
+declare -gA ADDR=([redis]=$NET.1 [master]=$NET.2 [wa]=$NET.3 [wb]=$NET.4 [wc]=$NET.5)
+HOSTS="redis master wa wb wc"
 
 # on HOST CMD...: run CMD on HOST: in its network namespace, and in a UTS
 # namespace of its own whose host name is HOST (what heartbeats and
@@ -233,19 +234,19 @@ squares() { seq "$1" | while read -r x; do echo $((x * x)); done | sort; }
 # fetched_on HOST: the bundle bytes HOST's workers fetched, summed over their -v lines
 fetched_on() { sed -n 's/.* bytes, \([0-9]*\) fetched$/\1/p' "$1/pool.err" | awk '{ s += $1 } END { print s + 0 }'; }
 
-@test "a job whose script is only on the master runs on worker hosts, fetched once per host; the next job moves nothing" {
+@test "a job whose script is only on the master runs on three worker hosts, fetched once per host; the next job moves nothing" {
 	# each host starts in a directory tree of its own, with its own cache
-	mkdir -p master/job wa wb
+	mkdir -p master/job wa wb wc
 	printf '#!/bin/sh\nwhile read -r x; do echo $((x * x)); done\n' > master/job/sq.sh
 	chmod 755 master/job/sq.sh
 	head -c 1M /dev/urandom > master/job/data
 	on_bg 60 master maro-dist -n files --serve-bundle master/job 2> srv.err
 	local h
-	for h in wa wb; do
+	for h in wa wb wc; do
 		on_bg 60 "$h" env -C "$h" XDG_CACHE_HOME="$PWD/$h/cache" maro-pool -j 2 -T worker -- \
 			maro-dist -v --bundle files --raw --co 'master:sq:1' ./sq.sh 2>> "$h/pool.err"
 	done
-	run on master timeout 30 sh -c 'seq 20 | maro-scatter -n master -e worker=4 -P worker -t sq -W 25s -f payload'
+	run on master timeout 30 sh -c 'seq 20 | maro-scatter -n master -e worker=6 -P worker -t sq -W 25s -f payload'
 	assert_success
 	[ "$(printf '%s\n' "${lines[@]}" | sort)" = "$(squares 20)" ]
 	# the bundle crossed the bridge once per host, not once per worker
@@ -254,19 +255,23 @@ fetched_on() { sed -n 's/.* bytes, \([0-9]*\) fetched$/\1/p' "$1/pool.err" | awk
 	[ "$size" -gt $((1 << 20)) ]
 	[ "$(fetched_on wa)" -eq "$size" ]
 	[ "$(fetched_on wb)" -eq "$size" ]
+	[ "$(fetched_on wc)" -eq "$size" ]
 	[ ! -e wa/sq.sh ]
 	[ ! -e wb/sq.sh ]
+	[ ! -e wc/sq.sh ]
 	# a second job with the same files: nothing moves
-	for h in wa wb; do
+	for h in wa wb wc; do
 		: > "$h/pool.err"
 		on_bg 60 "$h" env -C "$h" XDG_CACHE_HOME="$PWD/$h/cache" maro-pool -j 1 -T again --name "pool2.$h" -- \
 			maro-dist -v --bundle files --raw --co 'master:sq:1' ./sq.sh 2>> "$h/pool.err"
 	done
-	run on master timeout 30 sh -c 'seq 6 | maro-scatter -n master -e again=2 -P again -t sq -W 25s -f payload'
+	run on master timeout 30 sh -c 'seq 6 | maro-scatter -n master -e again=3 -P again -t sq -W 25s -f payload'
 	assert_success
 	[ "$(printf '%s\n' "${lines[@]}" | sort)" = "$(squares 6)" ]
 	[ "$(grep -c ' 0 fetched$' wa/pool.err)" -eq 1 ]
 	[ "$(grep -c ' 0 fetched$' wb/pool.err)" -eq 1 ]
+	[ "$(grep -c ' 0 fetched$' wc/pool.err)" -eq 1 ]
 	[ "$(fetched_on wa)" -eq 0 ]
 	[ "$(fetched_on wb)" -eq 0 ]
+	[ "$(fetched_on wc)" -eq 0 ]
 }
