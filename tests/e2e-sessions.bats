@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# backends: dir redis
+# backends: dir redis sentinel
 # Sessions and collectives: blocking and async send, scatter, bcast,
 # receive by session id, with workers that are shell pipelines.
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
-# backends: dir redis
+# backends: dir redis sentinel
 # End to end: maro-send -> maro-recv across real processes, on the registry
-# backend under test (MARO_TEST_BACKEND), with a real redis-server for redis.
+# backend under test (MARO_TEST_BACKEND), with a real redis-server for redis, a primary,
+# its replica and three sentinels for sentinel.
 
 load helpers
 

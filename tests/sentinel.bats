@@ -78,6 +78,7 @@ bring_back() {
 	read -r primary replica < "$BATS_FILE_TMPDIR/s/servers"
 	[ "$(role "$replica")" = slave ]
 	port=$(( 20000 + RANDOM % 40000 ))
+	while ss -Htln "sport = :$port" | grep -q .; do port=$(( 20000 + RANDOM % 40000 )); done
 	printf '%s\n' "port $port" "bind 127.0.0.1" "dir $BATS_TEST_TMPDIR" \
 		"sentinel monitor mymaster 127.0.0.1 $replica 2" \
 		"sentinel down-after-milliseconds mymaster 60000" "logfile $BATS_TEST_TMPDIR/rogue.log" > rogue.conf
@@ -151,6 +152,47 @@ always_listed() {
 	# them for 20 s)
 	wait_until 5 sh -c "[ \"\$(redis-cli -h 127.0.0.1 -p $p hget $key ncpu)\" = $(getconf _NPROCESSORS_ONLN) ]"
 	is_live sink
+}
+
+# conn PORT PID: the local address of PID's connection to the server on PORT
+conn() { ss -Htnp "dport = :$1" | awk -v p="pid=$2," 'index($0, p) { print $4; exit }'; }
+# listed PORT ADDR: the server on PORT has a client connected from ADDR
+listed() { timeout 5 redis-cli -h 127.0.0.1 -p "$1" client list | grep -q "addr=$2 "; }
+
+@test "sentinel: a primary demoted under a connected tool: -READONLY, and the tool follows" {
+	bg 60 maro-recv -n sink -f payload > /dev/null 2> recv.err
+	recv=$(child_pid "$BG_PID" maro-recv)
+	wait_until 10 is_live sink
+	read -r a b < "$BATS_FILE_TMPDIR/s/servers"
+	old=$(ts primary)
+	new=$a
+	[ "$old" != "$a" ] || new=$b
+	addr=$(conn "$old" "$recv")
+	[ -n "$addr" ]
+	# the sentinels promote the replica; the old primary is made its
+	# replica by hand before they would demote it themselves (and kill its
+	# clients): the tool's connection stays open, its next write refused
+	run timeout 5 redis-cli -h 127.0.0.1 -p "$(head -n 1 "$BATS_FILE_TMPDIR/s/sentinels")" \
+		sentinel failover mymaster
+	assert_output OK
+	wait_until 10 sh -c "[ \"\$(redis-cli -h 127.0.0.1 -p $new role | head -n 1)\" = master ]"
+	# in one transaction: the clients it has right after REPLICAOF
+	run timeout 5 redis-cli -h 127.0.0.1 -p "$old" <<< "MULTI
+REPLICAOF 127.0.0.1 $new
+CLIENT LIST
+EXEC"
+	# (redis-cli prints EXEC's first reply, REPLICAOF's OK, after the last QUEUED)
+	[ "${lines[2]}" = QUEUEDOK ] || { echo "$output"; false; }
+	[[ "$output" == *"addr=$addr "* ]]
+	since=$(now_ms "$new")
+	# the next heartbeat meets -READONLY on the old primary: the tool asks
+	# the sentinels again and beats on the new one, and says nothing
+	wait_until 10 beat_since "$new" "$since" sink
+	run ! listed "$old" "$addr"
+	is_live sink
+	[ ! -s recv.err ] || { cat recv.err; false; }
+	wait_until 10 primary_is_not "$old"
+	wait_until 10 replica_of_primary "$old"
 }
 
 @test "sentinel: kill -9 of the primary mid-stream of 100,000: nothing lost, nobody gone, no exit" {
