@@ -26,15 +26,20 @@
  * an old primary restarted says it is a primary, empty, until the
  * sentinels demote it.  After any new connection every entry is written
  * whole at its next heartbeat (the replica promoted may lack the last writes).
+ * A sentinel, and the server it names until ROLE vouches for it, are not
+ * trusted: each answer is read whole by a deadline and up to a size
+ * (exchange()), which hiredis 0.14 does not bound.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <hiredis/hiredis.h>
 
@@ -404,7 +409,111 @@ request(struct rds *d, int argc, const char **argv)
 	return rep;
 }
 
-/* The connection, AUTH, SELECT: a server that answers is a usable one. */
+/*
+ * What a server not yet trusted may send: a sentinel (AUTH and
+ * get-master-addr-by-name: a few dozen bytes), and the server it names
+ * before ROLE says it is the primary (AUTH, SELECT, ROLE: 60 bytes a replica).
+ */
+#define SENTINEL_REPLY_MAX 4096
+#define NAMED_REPLY_MAX 65536
+
+/*
+ * One command on a connection to a server not yet trusted, who says (as
+ * "sentinel at host:port"): its reply whole before end (monotonic us), of
+ * cap bytes at most, or NULL with the failure said: ETIMEDOUT, EPROTO (too
+ * long, or not the protocol), ECONNRESET, EINTR (a signal).  hiredis 0.14
+ * times each read, not the reply, and takes a string of any length it is
+ * announced: a server that trickles bytes, or announces a gigabyte, would
+ * hold a tool past -W or fill its memory.
+ */
+static redisReply *
+exchange(struct maro_registry *r, redisContext *c, const char *who, int argc, const char **argv,
+    int64_t end, size_t cap)
+{
+	struct pollfd pfd = { .fd = c->fd };
+	void *rep = NULL;
+	char buf[4096];
+	size_t got = 0;
+	ssize_t n;
+	int done = 0, ms;
+
+	if (redisAppendCommandArgv(c, argc, argv, NULL) != REDIS_OK) {
+		maro_registry_fail(r, ENOMEM, "out of memory");
+		return NULL;
+	}
+	for (;;) {
+		if (redisReaderGetReply(c->reader, &rep) != REDIS_OK) {
+			maro_registry_fail(r, EPROTO, "%s: %s", who, c->reader->errstr);
+			return NULL;
+		}
+		if (rep)
+			return rep;
+		if (got > cap) {
+			maro_registry_fail(r, EPROTO, "%s: reply longer than %zu bytes", who, cap);
+			return NULL;
+		}
+		if (maro_signal) {
+			maro_registry_fail(r, EINTR, "%s: interrupted", who);
+			return NULL;
+		}
+		ms = (int)((end - maro_now_us() + 999) / 1000);
+		if (ms <= 0) {
+			maro_registry_fail(r, ETIMEDOUT, "%s did not answer in time", who);
+			return NULL;
+		}
+		pfd.events = done ? POLLIN : POLLOUT;
+		if (poll(&pfd, 1, ms) <= 0)
+			continue;
+		if (!done) {
+			if (redisBufferWrite(c, &done) != REDIS_OK) {
+				maro_registry_fail(r, ECONNRESET, "%s: %s", who, c->errstr);
+				return NULL;
+			}
+			continue;
+		}
+		n = read(c->fd, buf, sizeof buf < cap + 1 - got ? sizeof buf : cap + 1 - got);
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (n <= 0) {
+			maro_registry_fail(r, ECONNRESET, "%s: %s", who, n ? strerror(errno) :
+			    "closed the connection");
+			return NULL;
+		}
+		got += (size_t)n;
+		if (redisReaderFeed(c->reader, buf, (size_t)n) != REDIS_OK) {
+			maro_registry_fail(r, ENOMEM, "out of memory");
+			return NULL;
+		}
+	}
+}
+
+/*
+ * A command to the server a sentinel named, before ROLE vouches for it:
+ * exchange() within COMMAND_US (or what is left of -W).  A trusted server
+ * (redis://, or the primary after ROLE) is asked with request().
+ */
+static redisReply *
+ask_named(struct maro_registry *r, int argc, const char **argv)
+{
+	struct rds *d = R(r);
+	char who[sizeof d->host + 32];
+	redisReply *rep;
+	int err;
+
+	snprintf(who, sizeof who, "redis at %s:%d", d->host, d->port);
+	maro_abort_fd = d->c->fd;
+	rep = exchange(r, d->c, who, argc, argv, maro_now_us() + maro_budget_us(COMMAND_US,
+	    TIMEOUT_FLOOR_US), NAMED_REPLY_MAX);
+	err = errno;
+	maro_abort_fd = -1;
+	errno = err;
+	return rep;
+}
+
+/*
+ * The connection, AUTH, SELECT: a server that answers is a usable one.
+ * With sentinels, the server they named, asked with ask_named().
+ */
 static int
 connect_server(struct maro_registry *r)
 {
@@ -441,7 +550,9 @@ connect_server(struct maro_registry *r)
 		argv[argc++] = d->user;
 	if (d->pass)
 		argv[argc++] = d->pass;
-	rep = request(d, argc, argv);
+	rep = d->master[0] ? ask_named(r, argc, argv) : request(d, argc, argv);
+	if (!rep && d->master[0])
+		goto fail;	/* said */
 	if (!rep) {
 		/* a server that takes the connection and never answers */
 		if (d->c->err == REDIS_ERR_IO && (errno == EAGAIN || errno == ETIMEDOUT))
@@ -467,7 +578,9 @@ connect_server(struct maro_registry *r)
 		snprintf(db, sizeof db, "%ld", d->db);
 		argv[0] = "SELECT";
 		argv[1] = db;
-		rep = request(d, 2, argv);
+		rep = d->master[0] ? ask_named(r, 2, argv) : request(d, 2, argv);
+		if (!rep && d->master[0])
+			goto fail;	/* said */
 		if (!rep || rep->type == REDIS_REPLY_ERROR) {
 			maro_registry_fail(r, EINVAL, "redis at %s:%d refused database %ld", d->host, d->port,
 			    d->db);
@@ -511,11 +624,14 @@ sentinel_ask(struct maro_registry *r, size_t i, char *host, size_t cap, int *por
 	struct rds *d = R(r);
 	const struct sentinel *s = &d->sent[i];
 	const char *argv[3];
+	char who[sizeof s->host + 32];
 	redisContext *c;
 	redisReply *rep = NULL;
+	int64_t end;
 	long v;
 	int argc = 0, rc = -1;
 
+	snprintf(who, sizeof who, "sentinel at %s:%d", s->host, s->port);
 	errno = 0;
 	c = redisConnectWithTimeout(s->host, s->port, budget(SENTINEL_US));
 	if (!c)
@@ -529,18 +645,17 @@ sentinel_ask(struct maro_registry *r, size_t i, char *host, size_t cap, int *por
 		errno = err;
 		return -1;
 	}
-	redisSetTimeout(c, budget(SENTINEL_US));
+	/* its answers, AUTH's included, as long as its connection at most */
+	end = maro_now_us() + maro_budget_us(SENTINEL_US, TIMEOUT_FLOOR_US);
 	maro_abort_fd = c->fd;
 	if (d->pass) {
 		argv[argc++] = "AUTH";
 		if (d->user)
 			argv[argc++] = d->user;
 		argv[argc++] = d->pass;
-		rep = redisCommandArgv(c, argc, argv, NULL);
-		if (!rep) {
-			maro_registry_fail(r, ETIMEDOUT, "sentinel at %s:%d: %s", s->host, s->port, c->errstr);
+		rep = exchange(r, c, who, argc, argv, end, SENTINEL_REPLY_MAX);
+		if (!rep)
 			goto out;
-		}
 		if (rep->type == REDIS_REPLY_ERROR && !strstr(rep->str, "without any password configured")) {
 			if (is_auth_error(rep->str))
 				maro_registry_fail(r, EACCES, "sentinel authentication failed at %s:%d", s->host,
@@ -554,9 +669,9 @@ sentinel_ask(struct maro_registry *r, size_t i, char *host, size_t cap, int *por
 	argv[0] = "SENTINEL";
 	argv[1] = "get-master-addr-by-name";
 	argv[2] = d->master;
-	rep = redisCommandArgv(c, 3, argv, NULL);
+	rep = exchange(r, c, who, 3, argv, end, SENTINEL_REPLY_MAX);
 	if (!rep) {
-		maro_registry_fail(r, ETIMEDOUT, "sentinel at %s:%d: %s", s->host, s->port, c->errstr);
+		/* said */
 	} else if (rep->type == REDIS_REPLY_NIL) {
 		maro_registry_fail(r, ENOENT, "sentinel at %s:%d knows no master '%s'", s->host, s->port,
 		    d->master);
@@ -591,18 +706,18 @@ role_primary(struct maro_registry *r)
 {
 	struct rds *d = R(r);
 	const char *argv[] = { "ROLE" };
-	redisReply *rep = request(d, 1, argv);
+	redisReply *rep = ask_named(r, 1, argv);
 	int ok;
 
-	ok = rep && rep->type == REDIS_REPLY_ARRAY && rep->elements > 0 &&
+	if (!rep)
+		return -1;	/* said */
+	ok = rep->type == REDIS_REPLY_ARRAY && rep->elements > 0 &&
 	    rep->element[0]->type == REDIS_REPLY_STRING && !strcmp(rep->element[0]->str, "master");
 	if (!ok)
 		maro_registry_fail(r, EAGAIN, "redis at %s:%d is not the primary of '%s' (%s)", d->host,
-		    d->port, d->master, !rep ? d->c->errstr : rep->type == REDIS_REPLY_ARRAY &&
-		    rep->elements > 0 && rep->element[0]->type == REDIS_REPLY_STRING ?
-		    rep->element[0]->str : "no role");
-	if (rep)
-		freeReplyObject(rep);
+		    d->port, d->master, rep->type == REDIS_REPLY_ARRAY && rep->elements > 0 &&
+		    rep->element[0]->type == REDIS_REPLY_STRING ? rep->element[0]->str : "no role");
+	freeReplyObject(rep);
 	return ok ? 0 : -1;
 }
 

@@ -2,7 +2,9 @@
 # The registry behind Redis Sentinel: a primary, its replica and three
 # sentinels on loopback ports (scripts/test-sentinel), a redis+sentinel://
 # URL, and kill -9 of the primary in the middle of a stream and of a
-# scatter: nothing lost, nobody expired, no tool exits.
+# scatter: nothing lost, nobody expired, no tool exits.  And sentinels
+# that lie (tests/tools/fake-sentinel): answers that trickle or never end,
+# from them or the server they name, cost no more than -W or a few KiB.
 
 load helpers
 
@@ -293,4 +295,61 @@ EXEC"
 	kill -0 "$w1"
 	kill -0 "$w2"
 	kill -0 "$w3"
+}
+
+# fake SECONDS MODE [named]: a hostile sentinel (tests/tools/fake-sentinel)
+# on a free port for at most SECONDS, its URL in $fake
+fake() {
+	command -v python3 > /dev/null || skip "python3 is not installed (the fake sentinel)"
+	bg "$1" python3 "$MARO_TOP/tests/tools/fake-sentinel" "$2" fake.port "${@:3}"
+	wait_until 10 test -s fake.port
+	fake="redis+sentinel://127.0.0.1:$(cat fake.port)/mymaster"
+}
+ms_since() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
+
+@test "sentinel: one that trickles its answer costs 0.5 s, and -W holds (69)" {
+	fake 30 trickle
+	t=$(date +%s%N)
+	run --separate-stderr timeout 10 maro-peers -W 1s --registry "$fake"
+	echo "$status $(ms_since "$t") ms: $stderr"
+	[ "$status" -eq 69 ]
+	[[ "$stderr" == *"sentinel at 127.0.0.1:$(cat fake.port) did not answer in time"* ]]
+	[ "$(ms_since "$t")" -lt 2500 ]
+	# first in the list: the next sentinel answers after its 0.5 s
+	t=$(date +%s%N)
+	run timeout 10 maro-peers -W 8s --registry "redis+sentinel://127.0.0.1:$(cat fake.port),${MARO_REGISTRY#redis+sentinel://}"
+	echo "$(ms_since "$t") ms"
+	assert_success
+	[ "$(ms_since "$t")" -lt 2500 ]
+}
+
+@test "sentinel: one that announces an 800 MB answer is refused at 4 KiB (69, at once)" {
+	fake 30 huge
+	t=$(date +%s%N)
+	run --separate-stderr /usr/bin/time -f %M -o rss timeout 10 maro-peers -W 5s --registry "$fake"
+	echo "$status $(ms_since "$t") ms, $(tail -n 1 rss) KiB: $stderr"
+	[ "$status" -eq 69 ]
+	[[ "$stderr" == *"sentinel at 127.0.0.1:$(cat fake.port): reply longer than 4096 bytes"* ]]
+	[ "$(ms_since "$t")" -lt 2000 ]
+	[ "$(tail -n 1 rss)" -lt 65536 ]
+}
+
+@test "sentinel: a named server that trickles or floods its answers before ROLE: -W holds (69)" {
+	fake 30 trickle named
+	t=$(date +%s%N)
+	run --separate-stderr timeout 10 maro-peers -W 1s --registry "$fake"
+	echo "$status $(ms_since "$t") ms: $stderr"
+	[ "$status" -eq 69 ]
+	[[ "$stderr" == *"redis at 127.0.0.1:$(cat fake.port) did not answer in time"* ]]
+	[ "$(ms_since "$t")" -lt 2500 ]
+	kill_bg
+	rm fake.port
+	fake 30 huge named
+	t=$(date +%s%N)
+	run --separate-stderr /usr/bin/time -f %M -o rss timeout 10 maro-peers -W 1s --registry "$fake"
+	echo "$status $(ms_since "$t") ms, $(tail -n 1 rss) KiB: $stderr"
+	[ "$status" -eq 69 ]
+	[[ "$stderr" == *"redis at 127.0.0.1:$(cat fake.port): reply longer than 65536 bytes"* ]]
+	[ "$(ms_since "$t")" -lt 2500 ]
+	[ "$(tail -n 1 rss)" -lt 65536 ]
 }
