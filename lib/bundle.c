@@ -534,29 +534,30 @@ path_ok(const char *p)
 	}
 }
 
-/* Are the parents of rel under root directories (not links) made by the bundle? */
+/*
+ * Is the parent of rel a directory this unpack made?  Only those can be
+ * parents (the directory starts empty, and a directory made stays one:
+ * nothing is removed and no path is made twice), and a stream packed
+ * depth first names each entry after its directory, with no directory
+ * outside that one between them: the parent of rel is the last directory
+ * made, last, or one of its ancestors (each checked so when it was made).
+ * The cost is the length of the path, not a lstat(2) of every parent.
+ */
 static int
-parents_ok(const char *root, const char *rel)
+parent_ok(const char *last, const char *rel)
 {
-	char path[8192];
-	const char *s = rel;
-	struct stat st;
+	const char *slash = strrchr(rel, '/');
+	size_t k = slash ? (size_t)(slash - rel) : 0;
 
-	while ((s = strchr(s, '/'))) {
-		snprintf(path, sizeof path, "%s/%.*s", root, (int)(s - rel), rel);
-		if (lstat(path, &st) < 0 || !S_ISDIR(st.st_mode))
-			return 0;
-		s++;
-	}
-	return 1;
+	return !k || (!strncmp(last, rel, k) && (last[k] == '\0' || last[k] == '/'));
 }
 
 /* Unpacks the stream f into dir (new), writing files from buf (cap bytes); as maro_bundle_unpack. */
 static int
 unpack(FILE *f, const char *dir, const struct maro_bundle_limits *lim, char *buf, size_t cap,
-    struct maro_err *err)
+    int *stop, struct maro_err *err)
 {
-	char line[LINE_MAX_], path[8192], target[4096], *rel, *end;
+	char line[LINE_MAX_], path[8192], target[4096], last[4096] = "", *rel, *end;
 	uint64_t total = 0, size, left;
 	unsigned long mode = 0;
 	int out, rc = MARO_BUNDLE_HOSTILE;
@@ -569,6 +570,10 @@ unpack(FILE *f, const char *dir, const struct maro_bundle_limits *lim, char *buf
 		goto out;
 	}
 	for (;;) {
+		if (stop && __atomic_load_n(stop, __ATOMIC_RELAXED)) {
+			fail(err, MARO_BUNDLE_IO, "stopped");
+			goto out;
+		}
 		if (!fgets(line, sizeof line, f) || !(end = strchr(line, '\n'))) {
 			fail(err, rc, "a record's line too long, or the stream cut short");
 			goto out;
@@ -599,7 +604,7 @@ unpack(FILE *f, const char *dir, const struct maro_bundle_limits *lim, char *buf
 			goto out;
 		}
 		rel++;
-		if (!path_ok(rel) || !parents_ok(dir, rel)) {
+		if (!path_ok(rel) || !parent_ok(last, rel)) {
 			fail(err, rc, "a path out of the bundle: '%.100s'", rel);
 			goto out;
 		}
@@ -609,6 +614,7 @@ unpack(FILE *f, const char *dir, const struct maro_bundle_limits *lim, char *buf
 				fail(err, rc, "'%.100s' twice, or cannot be made: %s", rel, strerror(errno));
 				goto out;
 			}
+			snprintf(last, sizeof last, "%s", rel);
 			continue;
 		}
 		if (line[0] == 'l') {
@@ -665,7 +671,7 @@ maro_bundle_unpack(int fd, const char *dir, const struct maro_bundle_limits *lim
 		free(buf);
 		return fail(err, MARO_BUNDLE_NOMEM, "out of memory");
 	}
-	rc = unpack(f, dir, lim, buf, MARO_BUNDLE_CHUNK, err);
+	rc = unpack(f, dir, lim, buf, MARO_BUNDLE_CHUNK, NULL, err);
 	fclose(f);
 	free(buf);
 	return rc;
@@ -831,6 +837,7 @@ struct unpacker {
 	size_t pos;		/* the unpacker reads q[took % QUEUE] from pos on */
 	int closed;		/* the fetch hands on no more */
 	int stopped;		/* the unpacker reads no more */
+	int abort;		/* the fetch gave up: the unpacker stops at its next record (atomic) */
 	SHA256_CTX sha;
 	const char *dir;
 	const struct maro_bundle_limits *lim;
@@ -838,21 +845,36 @@ struct unpacker {
 	int rc;
 };
 
-/* Hands n bytes at p (at most a chunk) on.  0, or -1 when the unpacker stopped. */
+/*
+ * Hands n bytes at p (at most a chunk) on.  0, -1 when the unpacker
+ * stopped, or a fault when the deadline or a signal came first: a slow
+ * unpacker does not hold the fetch past -W.
+ */
 static int
-put(struct unpacker *u, const uint8_t *p, size_t n)
+put(struct unpacker *u, const uint8_t *p, size_t n, int64_t deadline, struct maro_err *err)
 {
+	struct timespec ts;
 	unsigned slot;
-	int stopped;
+	int stopped, rc = 0;
 
 	pthread_mutex_lock(&u->mu);
-	while (u->put - (u->took < u->hashed ? u->took : u->hashed) == QUEUE && !u->stopped)
-		pthread_cond_wait(&u->cv, &u->mu);
+	while (u->put - (u->took < u->hashed ? u->took : u->hashed) == QUEUE && !u->stopped) {
+		if (maro_signal || maro_now_us() >= deadline) {
+			rc = maro_signal ? fail(err, MARO_BUNDLE_SIGNAL, "stopped by a signal") :
+			    fail(err, MARO_BUNDLE_TIMEOUT, "the bundle was not unpacked in time");
+			break;
+		}
+		/* a signal wakes no condition variable: look again every 20 ms */
+		clock_gettime(CLOCK_REALTIME, &ts);
+		if ((ts.tv_nsec += 20000000) >= 1000000000)
+			ts.tv_sec++, ts.tv_nsec -= 1000000000;
+		pthread_cond_timedwait(&u->cv, &u->mu, &ts);
+	}
 	slot = (unsigned)(u->put % QUEUE);
 	stopped = u->stopped;
 	pthread_mutex_unlock(&u->mu);
-	if (stopped)
-		return -1;
+	if (rc || stopped)
+		return rc ? rc : -1;
 	/* the threads touch only what is counted: this slot is the fetch's */
 	memcpy(u->q[slot].p, p, n);
 	u->q[slot].n = n;
@@ -942,7 +964,7 @@ unpacker_main(void *arg)
 	if (!f || !buf)
 		u->rc = fail(&u->err, MARO_BUNDLE_NOMEM, "out of memory");
 	else
-		u->rc = unpack(f, u->dir, u->lim, buf, MARO_BUNDLE_CHUNK, &u->err);
+		u->rc = unpack(f, u->dir, u->lim, buf, MARO_BUNDLE_CHUNK, &u->abort, &u->err);
 	/* a fetch still handing on learns that it may stop */
 	unpacker_end(u, &u->stopped);
 	if (f)
@@ -1003,7 +1025,7 @@ transfer(struct fetch *f, const char *hash, uint64_t size, uint64_t rate, struct
 		inflight--;
 		*moved += val;
 		if (f->win[i].off == handed) {
-			rc = put(u, d.msg.payload.p + h, (size_t)val);
+			rc = put(u, d.msg.payload.p + h, (size_t)val, deadline, err);
 			handed += val;
 		} else if (!f->win[i].buf && !(f->win[i].buf = malloc(MARO_BUNDLE_CHUNK))) {
 			rc = fail(err, MARO_BUNDLE_NOMEM, "out of memory");
@@ -1017,7 +1039,7 @@ transfer(struct fetch *f, const char *hash, uint64_t size, uint64_t rate, struct
 			fed = 0;
 			for (i = 0; i < WINDOW && !rc; i++)
 				if (f->win[i].have && f->win[i].off == handed) {
-					rc = put(u, f->win[i].buf, f->win[i].have);
+					rc = put(u, f->win[i].buf, f->win[i].have, deadline, err);
 					handed += f->win[i].have;
 					f->win[i].have = 0;
 					fed = 1;
@@ -1118,6 +1140,8 @@ maro_bundle_fetch(struct maro_ctx *c, const char *owner, const char *server,
 		goto out;
 	}
 	rc = transfer(&f, got->hash, got->size, lim->rate, &u, deadline, &got->fetched, err);
+	if (rc > 0)	/* given up: what is queued is not worth unpacking */
+		__atomic_store_n(&u.abort, 1, __ATOMIC_RELAXED);
 	unpacker_end(&u, &u.closed);
 	pthread_join(u.thread, NULL);
 	pthread_join(u.hasher, NULL);

@@ -224,3 +224,37 @@ hostile() {
 	seq 5 | maro-scatter -e w=1 -P w -t sq -W 20s -f payload > out
 	[ "$(sort out | cut -d' ' -f1-2 | tr '\n' ' ')" = "1 hello 2 hello 3 hello 4 hello 5 hello " ]
 }
+
+# nested FILE: a stream of 1000 directories, each in the one before (a/a/a...)
+nested() {
+	awk 'BEGIN { print "maro-bundle 1"; p = "a"; for (i = 0; i < 1000; i++) { print "d 0755 " p; p = p "/a" } print "e" }' > "$1"
+}
+
+@test "1000 nested directories unpack at once; -W ends the worker in time (124)" {
+	nested b
+	serve b
+	cd hostA
+	t0=$(date +%s%N)
+	run -124 env XDG_CACHE_HOME="$PWD/cache" maro-dist -n w.1 -v --bundle files --on '*:x:1' true -W 3s
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	echo "$output"; echo "$ms ms"
+	# the check of a record's parents costs its depth, not the depth squared
+	[[ $output == *" fetched"* ]]
+	[ "$ms" -lt 4500 ]
+	[ -d "cache/maro/bundles/$(ls cache/maro/bundles | grep -v '^tmp')/a/a/a/a/a" ]
+}
+
+@test "SIGTERM ends a fetch at once (143)" {
+	nested b
+	serve b
+	cd hostA
+	bg 30 env XDG_CACHE_HOME="$PWD/cache" maro-dist -n w.1 -v --bundle files --on '*:x:1' true -W 20s 2> w.1.err
+	wait_until 10 test -d cache/maro/bundles
+	t0=$(date +%s%N)
+	kill -TERM "$(child_pid "$BG_PID" maro-dist)"
+	wait_exit "$BG_PID" 10
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	cat w.1.err; echo "$ms ms"
+	[ "$status" -eq 143 ]
+	[ "$ms" -lt 1500 ]
+}
