@@ -372,6 +372,33 @@ mkdirs(const char *path)
 	return mkdir(tmp, 0700) < 0 && errno != EEXIST ? -1 : 0;
 }
 
+/*
+ * Is the directory at path the cache's own: a directory, not a link,
+ * owned by this user and writable by no one else?  Another local user who
+ * made it first (under /tmp, say) could plant a bundle that the next
+ * worker runs.  0, or -1 with why.
+ */
+static int
+cache_owned(const char *path, char *why, size_t len)
+{
+	struct stat st;
+
+	if (lstat(path, &st) < 0)
+		snprintf(why, len, "%s", strerror(errno));
+	else if (S_ISLNK(st.st_mode))
+		snprintf(why, len, "it is a symbolic link");
+	else if (!S_ISDIR(st.st_mode))
+		snprintf(why, len, "it is not a directory");
+	else if (st.st_uid != geteuid())
+		snprintf(why, len, "it is owned by uid %u, not by us (uid %u)", (unsigned)st.st_uid,
+		    (unsigned)geteuid());
+	else if (st.st_mode & 022)
+		snprintf(why, len, "it is writable by group or others (mode %04o)", (unsigned)(st.st_mode & 07777));
+	else
+		return 0;
+	return -1;
+}
+
 static int
 rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
@@ -1059,7 +1086,7 @@ maro_bundle_fetch(struct maro_ctx *c, const char *owner, const char *server,
     void *arg, struct maro_bundle_got *got, struct maro_err *err)
 {
 	struct fetch f;
-	char cache[4000], tmp[4096], path[4200], final[4096], hex[MARO_BUNDLE_HASH_LEN + 1];
+	char cache[4000], tmp[4096], path[4200], final[4096], hex[MARO_BUNDLE_HASH_LEN + 1], why[120];
 	struct unpacker u;
 	int rc, lock = -1, one = -1, made = 0, i;
 
@@ -1082,6 +1109,12 @@ maro_bundle_fetch(struct maro_ctx *c, const char *owner, const char *server,
 		rc = fail(err, MARO_BUNDLE_IO, "cannot make the bundle cache '%s': %s", cache, strerror(errno));
 		goto out;
 	}
+	snprintf(path, sizeof path, "%s/.locks", cache);
+	if (cache_owned(cache, why, sizeof why) < 0 ||
+	    ((mkdir(path, 0700) == 0 || errno == EEXIST) && cache_owned(path, why, sizeof why) < 0)) {
+		rc = fail(err, MARO_BUNDLE_IO, "will not use the bundle cache '%s': %s", cache, why);
+		goto out;
+	}
 	if ((rc = manifest(&f, deadline, got->hash, &got->size, err)) != 0)
 		goto out;
 	/* headers and links are small beside the files they carry */
@@ -1093,10 +1126,8 @@ maro_bundle_fetch(struct maro_ctx *c, const char *owner, const char *server,
 	if (use_cached(cache, got->hash, got) == 0)
 		goto out;	/* rc 0: nothing moved */
 	/* one fetcher of a bundle per host at a time: the others then find it in the cache */
-	snprintf(path, sizeof path, "%s/.locks", cache);
-	mkdir(path, 0700);
 	snprintf(path, sizeof path, "%s/.locks/%s", cache, got->hash);
-	if ((one = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) < 0) {
+	if ((one = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600)) < 0) {
 		rc = fail(err, MARO_BUNDLE_IO, "cannot write to the bundle cache '%s': %s", cache,
 		    strerror(errno));
 		goto out;

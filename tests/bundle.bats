@@ -258,3 +258,39 @@ nested() {
 	[ "$status" -eq 143 ]
 	[ "$ms" -lt 1500 ]
 }
+
+# unsafe_cache: a worker of host A with MARO_BUNDLE_CACHE=hostA/cache is refused with 70
+unsafe_cache() {
+	run -70 env -C hostA MARO_BUNDLE_CACHE="$PWD/hostA/cache" maro-dist -n w.1 --bundle files \
+		--raw --co '*:sq:1' ./run.sh -W 10s
+	echo "$output"
+	[[ $output == *"will not use the bundle cache '$PWD/hostA/cache': $1"* ]]
+}
+
+@test "a cache writable by others, a link or another's is refused with 70; a bundle planted there never runs" {
+	serve master/job
+	fetch_only hostB w.0
+	hash=$(ls hostB/cache/maro/bundles | grep -v '^tmp')
+	# another user made the cache first, open to all, and planted the bundle
+	mkdir -m 0777 hostA/cache
+	cp -r "hostB/cache/maro/bundles/$hash" hostA/cache/
+	chmod -R u+w "hostA/cache/$hash"
+	printf '#!/bin/sh\ntouch "%s/planted.ran"\n' "$PWD" > "hostA/cache/$hash/run.sh"
+	chmod 0777 hostA/cache
+	unsafe_cache "it is writable by group or others (mode 0777)"
+	[ ! -e planted.ran ]
+	rm -rf hostA/cache
+	ln -s "$PWD/hostB/cache/maro/bundles" hostA/cache
+	unsafe_cache "it is a symbolic link"
+	rm hostA/cache
+	if [ "$(id -u)" = 0 ]; then
+		mkdir -m 0700 hostA/cache
+		chown nobody hostA/cache
+		unsafe_cache "it is owned by uid $(id -u nobody), not by us (uid 0)"
+	fi
+	[ ! -e planted.ran ]
+	# one made by the worker is its own, 0700
+	rm -rf hostA/cache
+	fetch_only hostA w.2
+	[ "$(stat -c %a hostA/cache/maro/bundles)" = 700 ]
+}
