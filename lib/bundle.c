@@ -579,6 +579,15 @@ parent_ok(const char *last, const char *rel)
 	return !k || (!strncmp(last, rel, k) && (last[k] == '\0' || last[k] == '/'));
 }
 
+/* A directory below the top made read-only, as its files are (nftw). */
+static int
+seal_dir(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	if (flag == FTW_D && ftw->level > 0)
+		chmod(path, (st->st_mode & 0555) | 0500);
+	return 0;
+}
+
 /* Unpacks the stream f into dir (new), writing files from buf (cap bytes); as maro_bundle_unpack. */
 static int
 unpack(FILE *f, const char *dir, const struct maro_bundle_limits *lim, char *buf, size_t cap,
@@ -609,6 +618,8 @@ unpack(FILE *f, const char *dir, const struct maro_bundle_limits *lim, char *buf
 		if (!strcmp(line, "e")) {
 			if (fgetc(f) != EOF)
 				fail(err, rc, "bytes after the end record");
+			else if (nftw(dir, seal_dir, 16, FTW_PHYS) != 0)
+				rc = fail(err, MARO_BUNDLE_IO, "cannot make '%s' read-only: %s", dir, strerror(errno));
 			else
 				rc = 0;
 			goto out;
@@ -671,7 +682,7 @@ unpack(FILE *f, const char *dir, const struct maro_bundle_limits *lim, char *buf
 			if (!k || write(out, buf, k) != (ssize_t)k)
 				break;
 		}
-		if (left || fchmod(out, (mode_t)(mode & 0777)) < 0) {
+		if (left || fchmod(out, (mode_t)(mode & 0555)) < 0) {
 			close(out);
 			fail(err, left ? rc : MARO_BUNDLE_IO, "'%.100s' cut short, or cannot be written", rel);
 			goto out;
@@ -1199,7 +1210,7 @@ maro_bundle_fetch(struct maro_ctx *c, const char *owner, const char *server,
 		rc = fail(err, MARO_BUNDLE_IO, "cannot put the bundle in '%s': %s", final, strerror(errno));
 		goto out;
 	}
-	if (use_cached(cache, got->hash, got) < 0) {
+	if (chmod(final, 0555) < 0 || use_cached(cache, got->hash, got) < 0) {
 		rc = fail(err, MARO_BUNDLE_IO, "the bundle '%s' went from the cache at once", final);
 		goto out;
 	}

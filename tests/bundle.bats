@@ -155,11 +155,24 @@ hostile() {
 	[[ $output == *"'evil' (2048 bytes) is over the limit of 1024 bytes a file"* ]]
 }
 
-@test "set-uid, set-gid and sticky bits are dropped, executables stay executable" {
-	printf 'maro-bundle 1\nd 3755 d\nf 6755 3 d/x\nx\n\nf 0640 1 y\nye\n' > b
+@test "set-uid, set-gid and sticky bits are dropped, executables stay executable, nothing is writable" {
+	printf 'maro-bundle 1\nd 3755 d\nf 6755 3 d/x\nx\n\nf 0640 1 y\nyd 0700 z\nf 0600 1 z/w\nwe\n' > b
 	serve b
 	fetch_only hostA w.1
-	[ "$(stat -c %a hostA/cache/maro/bundles/*/d hostA/cache/maro/bundles/*/d/x hostA/cache/maro/bundles/*/y)" = $'755\n755\n640' ]
+	cd hostA/cache/maro/bundles/[0-9a-f]*
+	[ "$(stat -c %a d d/x y z z/w)" = $'555\n555\n440\n500\n400' ]
+	# a job run in it cannot change the bundle for the next (but root ignores modes)
+	[ "$(stat -c %a .)" = 555 ]
+	[ -z "$(find . -perm /222)" ]
+	cd "$BATS_TEST_TMPDIR"
+	# and the bundle still goes when the cache is over its cap: the next fetch evicts it
+	printf 'maro-bundle 1\nf 0644 1 other\nxe\n' > b
+	stop_bg "$srv"
+	wait_until 10 not_live files
+	serve b
+	MARO_BUNDLE_CACHE_MAX=1 fetch_only hostA w.2
+	[ "$(ls hostA/cache/maro/bundles | grep -c '^[0-9a-f]')" -eq 1 ]
+	[ "$(cat hostA/cache/maro/bundles/[0-9a-f]*/other)" = x ]
 }
 
 @test "a receiver killed mid-transfer leaves no bundle; the next try completes" {
