@@ -95,6 +95,8 @@ hash_fd(int fd, char hex[MARO_BUNDLE_HASH_LEN + 1], uint8_t *buf, size_t cap)
 
 /* --- packing --- */
 
+static int path_ok(const char *p);
+
 static int
 copy_in(FILE *out, const char *path, uint64_t size, struct maro_err *err)
 {
@@ -152,6 +154,11 @@ pack_dir(FILE *out, const char *root, const char *rel, struct maro_err *err)
 		} else if (S_ISLNK(st.st_mode)) {
 			if ((k = readlink(path, target, sizeof target)) < 0 || (size_t)k == sizeof target)
 				rc = fail(err, MARO_BUNDLE_IO, "cannot read the link '%s'", path);
+			else if (target[k] = '\0', !path_ok(target))
+				/* a worker cannot tell 'd/..' from a chain of links that leads out */
+				rc = fail(err, MARO_BUNDLE_BAD_DIR, "the link '%s' -> '%s': a bundle's links must "
+				    "lead down, to a relative path without '.' or '..' (workers refuse the "
+				    "others); copy its target in, or link within its directory", path, target);
 			else
 				fprintf(out, "l %zd %s\n%.*s", k, sub, (int)k, target);
 		} else {

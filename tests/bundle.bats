@@ -139,6 +139,19 @@ hostile() {
 	[[ $output == *"evil.fifo' is a device, fifo or socket"* ]]
 }
 
+@test "the server refuses a link with '..' that every worker would refuse (65); a link down is shipped" {
+	mkdir master/job/bin
+	ln -s ../lib/word master/job/bin/tool
+	run -65 maro-dist -n files --serve-bundle master/job -W 5s
+	assert_output --partial "the link 'master/job/bin/tool' -> '../lib/word': a bundle's links must lead down"
+	rm master/job/bin/tool
+	ln -s lib/word master/job/word
+	serve master/job
+	fetch_only hostA w.1
+	[ "$(readlink hostA/cache/maro/bundles/[0-9a-f]*/word)" = lib/word ]
+	[ "$(cat hostA/cache/maro/bundles/[0-9a-f]*/word)" = hello ]
+}
+
 @test "the server packs its directory in TMPDIR" {
 	run -69 env TMPDIR="$PWD/none" maro-dist -n files --serve-bundle master/job -W 5s
 	assert_output --partial "cannot make a temporary file in '$PWD/none'"
