@@ -586,6 +586,13 @@ parent_ok(const char *last, const char *rel)
 	return !k || (!strncmp(last, rel, k) && (last[k] == '\0' || last[k] == '/'));
 }
 
+/* The fault of a write into the cache that failed with e: a full or read-only disk is no hostile bundle. */
+static int
+write_fault(int e)
+{
+	return e == ENOSPC || e == EDQUOT || e == EROFS || e == EIO ? MARO_BUNDLE_IO : MARO_BUNDLE_HOSTILE;
+}
+
 /* A directory below the top made read-only, as its files are (nftw). */
 static int
 seal_dir(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -656,7 +663,8 @@ unpack(FILE *f, const char *dir, const struct maro_bundle_limits *lim, char *buf
 		snprintf(path, sizeof path, "%s/%s", dir, rel);
 		if (line[0] == 'd') {
 			if (mkdir(path, (mode & 0777) | 0700) < 0) {
-				fail(err, rc, "'%.100s' twice, or cannot be made: %s", rel, strerror(errno));
+				rc = fail(err, write_fault(errno), "'%.100s' twice, or cannot be made: %s", rel,
+				    strerror(errno));
 				goto out;
 			}
 			snprintf(last, sizeof last, "%s", rel);
@@ -668,8 +676,13 @@ unpack(FILE *f, const char *dir, const struct maro_bundle_limits *lim, char *buf
 				goto out;
 			}
 			target[size] = '\0';
-			if (strlen(target) != size || !path_ok(target) || symlink(target, path) < 0) {
-				fail(err, rc, "the link '%.100s' leads out of the bundle, or is there twice", rel);
+			if (strlen(target) != size || !path_ok(target)) {
+				fail(err, rc, "the link '%.100s' leads out of the bundle", rel);
+				goto out;
+			}
+			if (symlink(target, path) < 0) {
+				rc = fail(err, write_fault(errno), "the link '%.100s' is there twice, or cannot be "
+				    "made: %s", rel, strerror(errno));
 				goto out;
 			}
 			continue;
@@ -681,17 +694,27 @@ unpack(FILE *f, const char *dir, const struct maro_bundle_limits *lim, char *buf
 			goto out;
 		}
 		if ((out = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)) < 0) {
-			fail(err, rc, "'%.100s' twice, or cannot be made: %s", rel, strerror(errno));
+			rc = fail(err, write_fault(errno), "'%.100s' twice, or cannot be made: %s", rel,
+			    strerror(errno));
 			goto out;
 		}
 		for (left = size; left; left -= k) {
-			k = fread(buf, 1, left < cap ? (size_t)left : cap, f);
-			if (!k || write(out, buf, k) != (ssize_t)k)
-				break;
+			if (!(k = fread(buf, 1, left < cap ? (size_t)left : cap, f))) {
+				close(out);
+				fail(err, rc, "'%.100s' cut short", rel);
+				goto out;
+			}
+			errno = 0;
+			if (write(out, buf, k) != (ssize_t)k) {
+				close(out);
+				rc = fail(err, MARO_BUNDLE_IO, "'%.100s' cannot be written: %s", rel,
+				    strerror(errno ? errno : ENOSPC));
+				goto out;
+			}
 		}
-		if (left || fchmod(out, (mode_t)(mode & 0555)) < 0) {
+		if (fchmod(out, (mode_t)(mode & 0555)) < 0) {
 			close(out);
-			fail(err, left ? rc : MARO_BUNDLE_IO, "'%.100s' cut short, or cannot be written", rel);
+			rc = fail(err, MARO_BUNDLE_IO, "'%.100s' cannot be written: %s", rel, strerror(errno));
 			goto out;
 		}
 		close(out);

@@ -320,3 +320,16 @@ unsafe_cache() {
 	fetch_only hostA w.2
 	[ "$(stat -c %a hostA/cache/maro/bundles)" = 700 ]
 }
+
+@test "a full disk is no hostile bundle: the cache cannot be written (70)" {
+	[ "$(id -u)" = 0 ] || skip "mounting a small tmpfs as the cache takes root"
+	unshare -m true 2>/dev/null || skip "no mount namespace here (unshare -m)"
+	head -c 1M /dev/urandom > master/job/big
+	serve master/job
+	mkdir hostA/cache
+	# a cache of 256 KiB in a mount namespace of the worker's own
+	run -70 unshare -m sh -c 'mount -t tmpfs -o size=256k,mode=0700 none hostA/cache &&
+		exec env MARO_BUNDLE_CACHE="$PWD/hostA/cache" maro-dist -n w.1 --bundle files --on "*:x:1" true -W 10s'
+	echo "$output"
+	[[ $output == *"'big' cannot be written: No space left on device"* ]]
+}
