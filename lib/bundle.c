@@ -313,22 +313,25 @@ env_size(const char *name, uint64_t def, uint64_t *out)
 	const char *v = getenv(name);
 	char *end;
 	unsigned long long x;
+	int shift = 0;
 
 	*out = def;
 	if (!v || !*v)
 		return 0;
 	errno = 0;
 	x = strtoull(v, &end, 10);
-	if (errno || end == v)
+	if (errno || end == v || strchr(v, '-'))
 		return -1;
 	if (*end == 'K' || *end == 'k')
-		x <<= 10, end++;
+		shift = 10, end++;
 	else if (*end == 'M')
-		x <<= 20, end++;
+		shift = 20, end++;
 	else if (*end == 'G')
-		x <<= 30, end++;
-	if (*end)
+		shift = 30, end++;
+	/* 17179869184G would wrap to 0: no limit at all, said nowhere */
+	if (*end || x > (~0ull >> shift))
 		return -1;
+	x <<= shift;
 	*out = x;
 	return 0;
 }
@@ -656,6 +659,12 @@ unpack(FILE *f, const char *dir, const struct maro_bundle_limits *lim, char *buf
 			goto out;
 		}
 		rel++;
+		/* each entry costs the worker a file or directory however small: 512 bytes of the bundle's cap */
+		if ((total += 512) > lim->bundle_max) {
+			fail(err, rc, "more entries than the limit of %" PRIu64 " bytes a bundle allows (each "
+			    "counts 512 bytes toward MARO_BUNDLE_MAX)", lim->bundle_max);
+			goto out;
+		}
 		if (!path_ok(rel) || !parent_ok(last, rel)) {
 			fail(err, rc, "a path out of the bundle: '%.100s'", rel);
 			goto out;

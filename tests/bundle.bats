@@ -333,3 +333,17 @@ unsafe_cache() {
 	echo "$output"
 	[[ $output == *"'big' cannot be written: No space left on device"* ]]
 }
+
+@test "each entry counts 512 bytes toward MARO_BUNDLE_MAX: many empty ones are refused with 65" {
+	awk 'BEGIN { print "maro-bundle 1"; for (i = 0; i < 9; i++) print "d 0755 evil" i; print "e" }' > b
+	export MARO_BUNDLE_MAX=4K
+	hostile b
+	[[ $output == *"more entries than the limit of 4096 bytes a bundle allows (each counts 512 bytes toward MARO_BUNDLE_MAX)"* ]]
+}
+
+@test "a bundle limit that is no size, or over 16 EiB, is a usage error (2)" {
+	for v in 17179869184G 18446744073709551616 -1 1T; do
+		run -2 env MARO_BUNDLE_MAX="$v" maro-dist -n w.1 --bundle files --on '*:x:1' true -W 2s
+		assert_output "maro-dist: MARO_BUNDLE_MAX is not a size in bytes (N, NK, NM or NG, below 16 EiB); try 'maro-dist --help'"
+	done
+}
