@@ -962,6 +962,34 @@ put(struct unpacker *u, const uint8_t *p, size_t n, int64_t deadline, struct mar
 	return 0;
 }
 
+/*
+ * The fetch hands on no more: waits for the unpacker to end, but not
+ * past the deadline or a signal.  0, or a fault.
+ */
+static int
+unpacked(struct unpacker *u, int64_t deadline, struct maro_err *err)
+{
+	struct timespec ts;
+	int rc = 0;
+
+	pthread_mutex_lock(&u->mu);
+	u->closed = 1;
+	pthread_cond_broadcast(&u->cv);
+	while (!u->stopped) {
+		if (maro_signal || maro_now_us() >= deadline) {
+			rc = maro_signal ? fail(err, MARO_BUNDLE_SIGNAL, "stopped by a signal") :
+			    fail(err, MARO_BUNDLE_TIMEOUT, "the bundle was not unpacked in time");
+			break;
+		}
+		clock_gettime(CLOCK_REALTIME, &ts);
+		if ((ts.tv_nsec += 20000000) >= 1000000000)
+			ts.tv_sec++, ts.tv_nsec -= 1000000000;
+		pthread_cond_timedwait(&u->cv, &u->mu, &ts);
+	}
+	pthread_mutex_unlock(&u->mu);
+	return rc;
+}
+
 /* Waits for a chunk past *done: 1, or 0 at the end. */
 static int
 next_chunk(struct unpacker *u, const uint64_t *done)
@@ -1221,6 +1249,8 @@ maro_bundle_fetch(struct maro_ctx *c, const char *owner, const char *server,
 		goto out;
 	}
 	rc = transfer(&f, got->hash, got->size, lim->rate, &u, deadline, &got->fetched, err);
+	if (rc == 0)	/* all handed on, maybe all queued still: the unpacker too ends within -W */
+		rc = unpacked(&u, deadline, err);
 	if (rc > 0)	/* given up: what is queued is not worth unpacking */
 		__atomic_store_n(&u.abort, 1, __ATOMIC_RELAXED);
 	unpacker_end(&u, &u.closed);
