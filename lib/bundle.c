@@ -95,6 +95,8 @@ hash_fd(int fd, char hex[MARO_BUNDLE_HASH_LEN + 1], uint8_t *buf, size_t cap)
 
 /* --- packing --- */
 
+static int path_ok(const char *p);
+
 static int
 copy_in(FILE *out, const char *path, uint64_t size, struct maro_err *err)
 {
@@ -152,6 +154,11 @@ pack_dir(FILE *out, const char *root, const char *rel, struct maro_err *err)
 		} else if (S_ISLNK(st.st_mode)) {
 			if ((k = readlink(path, target, sizeof target)) < 0 || (size_t)k == sizeof target)
 				rc = fail(err, MARO_BUNDLE_IO, "cannot read the link '%s'", path);
+			else if (target[k] = '\0', !path_ok(target))
+				/* a worker cannot tell 'd/..' from a chain of links that leads out */
+				rc = fail(err, MARO_BUNDLE_BAD_DIR, "the link '%s' -> '%s': a bundle's links must "
+				    "lead down, to a relative path without '.' or '..' (workers refuse the "
+				    "others); copy its target in, or link within its directory", path, target);
 			else
 				fprintf(out, "l %zd %s\n%.*s", k, sub, (int)k, target);
 		} else {
@@ -306,22 +313,25 @@ env_size(const char *name, uint64_t def, uint64_t *out)
 	const char *v = getenv(name);
 	char *end;
 	unsigned long long x;
+	int shift = 0;
 
 	*out = def;
 	if (!v || !*v)
 		return 0;
 	errno = 0;
 	x = strtoull(v, &end, 10);
-	if (errno || end == v)
+	if (errno || end == v || strchr(v, '-'))
 		return -1;
 	if (*end == 'K' || *end == 'k')
-		x <<= 10, end++;
+		shift = 10, end++;
 	else if (*end == 'M')
-		x <<= 20, end++;
+		shift = 20, end++;
 	else if (*end == 'G')
-		x <<= 30, end++;
-	if (*end)
+		shift = 30, end++;
+	/* 17179869184G would wrap to 0: no limit at all, said nowhere */
+	if (*end || x > (~0ull >> shift))
 		return -1;
+	x <<= shift;
 	*out = x;
 	return 0;
 }
@@ -370,6 +380,33 @@ mkdirs(const char *path)
 		*s = '/';
 	}
 	return mkdir(tmp, 0700) < 0 && errno != EEXIST ? -1 : 0;
+}
+
+/*
+ * Is the directory at path the cache's own: a directory, not a link,
+ * owned by this user and writable by no one else?  Another local user who
+ * made it first (under /tmp, say) could plant a bundle that the next
+ * worker runs.  0, or -1 with why.
+ */
+static int
+cache_owned(const char *path, char *why, size_t len)
+{
+	struct stat st;
+
+	if (lstat(path, &st) < 0)
+		snprintf(why, len, "%s", strerror(errno));
+	else if (S_ISLNK(st.st_mode))
+		snprintf(why, len, "it is a symbolic link");
+	else if (!S_ISDIR(st.st_mode))
+		snprintf(why, len, "it is not a directory");
+	else if (st.st_uid != geteuid())
+		snprintf(why, len, "it is owned by uid %u, not by us (uid %u)", (unsigned)st.st_uid,
+		    (unsigned)geteuid());
+	else if (st.st_mode & 022)
+		snprintf(why, len, "it is writable by group or others (mode %04o)", (unsigned)(st.st_mode & 07777));
+	else
+		return 0;
+	return -1;
 }
 
 static int
@@ -534,29 +571,46 @@ path_ok(const char *p)
 	}
 }
 
-/* Are the parents of rel under root directories (not links) made by the bundle? */
+/*
+ * Is the parent of rel a directory this unpack made?  Only those can be
+ * parents (the directory starts empty, and a directory made stays one:
+ * nothing is removed and no path is made twice), and a stream packed
+ * depth first names each entry after its directory, with no directory
+ * outside that one between them: the parent of rel is the last directory
+ * made, last, or one of its ancestors (each checked so when it was made).
+ * The cost is the length of the path, not a lstat(2) of every parent.
+ */
 static int
-parents_ok(const char *root, const char *rel)
+parent_ok(const char *last, const char *rel)
 {
-	char path[8192];
-	const char *s = rel;
-	struct stat st;
+	const char *slash = strrchr(rel, '/');
+	size_t k = slash ? (size_t)(slash - rel) : 0;
 
-	while ((s = strchr(s, '/'))) {
-		snprintf(path, sizeof path, "%s/%.*s", root, (int)(s - rel), rel);
-		if (lstat(path, &st) < 0 || !S_ISDIR(st.st_mode))
-			return 0;
-		s++;
-	}
-	return 1;
+	return !k || (!strncmp(last, rel, k) && (last[k] == '\0' || last[k] == '/'));
+}
+
+/* The fault of a write into the cache that failed with e: a full or read-only disk is no hostile bundle. */
+static int
+write_fault(int e)
+{
+	return e == ENOSPC || e == EDQUOT || e == EROFS || e == EIO ? MARO_BUNDLE_IO : MARO_BUNDLE_HOSTILE;
+}
+
+/* A directory below the top made read-only, as its files are (nftw). */
+static int
+seal_dir(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	if (flag == FTW_D && ftw->level > 0)
+		chmod(path, (st->st_mode & 0555) | 0500);
+	return 0;
 }
 
 /* Unpacks the stream f into dir (new), writing files from buf (cap bytes); as maro_bundle_unpack. */
 static int
 unpack(FILE *f, const char *dir, const struct maro_bundle_limits *lim, char *buf, size_t cap,
-    struct maro_err *err)
+    int *stop, struct maro_err *err)
 {
-	char line[LINE_MAX_], path[8192], target[4096], *rel, *end;
+	char line[LINE_MAX_], path[8192], target[4096], last[4096] = "", *rel, *end;
 	uint64_t total = 0, size, left;
 	unsigned long mode = 0;
 	int out, rc = MARO_BUNDLE_HOSTILE;
@@ -569,6 +623,10 @@ unpack(FILE *f, const char *dir, const struct maro_bundle_limits *lim, char *buf
 		goto out;
 	}
 	for (;;) {
+		if (stop && __atomic_load_n(stop, __ATOMIC_RELAXED)) {
+			fail(err, MARO_BUNDLE_IO, "stopped");
+			goto out;
+		}
 		if (!fgets(line, sizeof line, f) || !(end = strchr(line, '\n'))) {
 			fail(err, rc, "a record's line too long, or the stream cut short");
 			goto out;
@@ -577,6 +635,8 @@ unpack(FILE *f, const char *dir, const struct maro_bundle_limits *lim, char *buf
 		if (!strcmp(line, "e")) {
 			if (fgetc(f) != EOF)
 				fail(err, rc, "bytes after the end record");
+			else if (nftw(dir, seal_dir, 16, FTW_PHYS) != 0)
+				rc = fail(err, MARO_BUNDLE_IO, "cannot make '%s' read-only: %s", dir, strerror(errno));
 			else
 				rc = 0;
 			goto out;
@@ -599,16 +659,24 @@ unpack(FILE *f, const char *dir, const struct maro_bundle_limits *lim, char *buf
 			goto out;
 		}
 		rel++;
-		if (!path_ok(rel) || !parents_ok(dir, rel)) {
+		/* each entry costs the worker a file or directory however small: 512 bytes of the bundle's cap */
+		if ((total += 512) > lim->bundle_max) {
+			fail(err, rc, "more entries than the limit of %" PRIu64 " bytes a bundle allows (each "
+			    "counts 512 bytes toward MARO_BUNDLE_MAX)", lim->bundle_max);
+			goto out;
+		}
+		if (!path_ok(rel) || !parent_ok(last, rel)) {
 			fail(err, rc, "a path out of the bundle: '%.100s'", rel);
 			goto out;
 		}
 		snprintf(path, sizeof path, "%s/%s", dir, rel);
 		if (line[0] == 'd') {
 			if (mkdir(path, (mode & 0777) | 0700) < 0) {
-				fail(err, rc, "'%.100s' twice, or cannot be made: %s", rel, strerror(errno));
+				rc = fail(err, write_fault(errno), "'%.100s' twice, or cannot be made: %s", rel,
+				    strerror(errno));
 				goto out;
 			}
+			snprintf(last, sizeof last, "%s", rel);
 			continue;
 		}
 		if (line[0] == 'l') {
@@ -617,8 +685,13 @@ unpack(FILE *f, const char *dir, const struct maro_bundle_limits *lim, char *buf
 				goto out;
 			}
 			target[size] = '\0';
-			if (strlen(target) != size || !path_ok(target) || symlink(target, path) < 0) {
-				fail(err, rc, "the link '%.100s' leads out of the bundle, or is there twice", rel);
+			if (strlen(target) != size || !path_ok(target)) {
+				fail(err, rc, "the link '%.100s' leads out of the bundle", rel);
+				goto out;
+			}
+			if (symlink(target, path) < 0) {
+				rc = fail(err, write_fault(errno), "the link '%.100s' is there twice, or cannot be "
+				    "made: %s", rel, strerror(errno));
 				goto out;
 			}
 			continue;
@@ -630,17 +703,27 @@ unpack(FILE *f, const char *dir, const struct maro_bundle_limits *lim, char *buf
 			goto out;
 		}
 		if ((out = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)) < 0) {
-			fail(err, rc, "'%.100s' twice, or cannot be made: %s", rel, strerror(errno));
+			rc = fail(err, write_fault(errno), "'%.100s' twice, or cannot be made: %s", rel,
+			    strerror(errno));
 			goto out;
 		}
 		for (left = size; left; left -= k) {
-			k = fread(buf, 1, left < cap ? (size_t)left : cap, f);
-			if (!k || write(out, buf, k) != (ssize_t)k)
-				break;
+			if (!(k = fread(buf, 1, left < cap ? (size_t)left : cap, f))) {
+				close(out);
+				fail(err, rc, "'%.100s' cut short", rel);
+				goto out;
+			}
+			errno = 0;
+			if (write(out, buf, k) != (ssize_t)k) {
+				close(out);
+				rc = fail(err, MARO_BUNDLE_IO, "'%.100s' cannot be written: %s", rel,
+				    strerror(errno ? errno : ENOSPC));
+				goto out;
+			}
 		}
-		if (left || fchmod(out, (mode_t)(mode & 0777)) < 0) {
+		if (fchmod(out, (mode_t)(mode & 0555)) < 0) {
 			close(out);
-			fail(err, left ? rc : MARO_BUNDLE_IO, "'%.100s' cut short, or cannot be written", rel);
+			rc = fail(err, MARO_BUNDLE_IO, "'%.100s' cannot be written: %s", rel, strerror(errno));
 			goto out;
 		}
 		close(out);
@@ -665,7 +748,7 @@ maro_bundle_unpack(int fd, const char *dir, const struct maro_bundle_limits *lim
 		free(buf);
 		return fail(err, MARO_BUNDLE_NOMEM, "out of memory");
 	}
-	rc = unpack(f, dir, lim, buf, MARO_BUNDLE_CHUNK, err);
+	rc = unpack(f, dir, lim, buf, MARO_BUNDLE_CHUNK, NULL, err);
 	fclose(f);
 	free(buf);
 	return rc;
@@ -831,6 +914,7 @@ struct unpacker {
 	size_t pos;		/* the unpacker reads q[took % QUEUE] from pos on */
 	int closed;		/* the fetch hands on no more */
 	int stopped;		/* the unpacker reads no more */
+	int abort;		/* the fetch gave up: the unpacker stops at its next record (atomic) */
 	SHA256_CTX sha;
 	const char *dir;
 	const struct maro_bundle_limits *lim;
@@ -838,21 +922,36 @@ struct unpacker {
 	int rc;
 };
 
-/* Hands n bytes at p (at most a chunk) on.  0, or -1 when the unpacker stopped. */
+/*
+ * Hands n bytes at p (at most a chunk) on.  0, -1 when the unpacker
+ * stopped, or a fault when the deadline or a signal came first: a slow
+ * unpacker does not hold the fetch past -W.
+ */
 static int
-put(struct unpacker *u, const uint8_t *p, size_t n)
+put(struct unpacker *u, const uint8_t *p, size_t n, int64_t deadline, struct maro_err *err)
 {
+	struct timespec ts;
 	unsigned slot;
-	int stopped;
+	int stopped, rc = 0;
 
 	pthread_mutex_lock(&u->mu);
-	while (u->put - (u->took < u->hashed ? u->took : u->hashed) == QUEUE && !u->stopped)
-		pthread_cond_wait(&u->cv, &u->mu);
+	while (u->put - (u->took < u->hashed ? u->took : u->hashed) == QUEUE && !u->stopped) {
+		if (maro_signal || maro_now_us() >= deadline) {
+			rc = maro_signal ? fail(err, MARO_BUNDLE_SIGNAL, "stopped by a signal") :
+			    fail(err, MARO_BUNDLE_TIMEOUT, "the bundle was not unpacked in time");
+			break;
+		}
+		/* a signal wakes no condition variable: look again every 20 ms */
+		clock_gettime(CLOCK_REALTIME, &ts);
+		if ((ts.tv_nsec += 20000000) >= 1000000000)
+			ts.tv_sec++, ts.tv_nsec -= 1000000000;
+		pthread_cond_timedwait(&u->cv, &u->mu, &ts);
+	}
 	slot = (unsigned)(u->put % QUEUE);
 	stopped = u->stopped;
 	pthread_mutex_unlock(&u->mu);
-	if (stopped)
-		return -1;
+	if (rc || stopped)
+		return rc ? rc : -1;
 	/* the threads touch only what is counted: this slot is the fetch's */
 	memcpy(u->q[slot].p, p, n);
 	u->q[slot].n = n;
@@ -861,6 +960,34 @@ put(struct unpacker *u, const uint8_t *p, size_t n)
 	pthread_cond_broadcast(&u->cv);
 	pthread_mutex_unlock(&u->mu);
 	return 0;
+}
+
+/*
+ * The fetch hands on no more: waits for the unpacker to end, but not
+ * past the deadline or a signal.  0, or a fault.
+ */
+static int
+unpacked(struct unpacker *u, int64_t deadline, struct maro_err *err)
+{
+	struct timespec ts;
+	int rc = 0;
+
+	pthread_mutex_lock(&u->mu);
+	u->closed = 1;
+	pthread_cond_broadcast(&u->cv);
+	while (!u->stopped) {
+		if (maro_signal || maro_now_us() >= deadline) {
+			rc = maro_signal ? fail(err, MARO_BUNDLE_SIGNAL, "stopped by a signal") :
+			    fail(err, MARO_BUNDLE_TIMEOUT, "the bundle was not unpacked in time");
+			break;
+		}
+		clock_gettime(CLOCK_REALTIME, &ts);
+		if ((ts.tv_nsec += 20000000) >= 1000000000)
+			ts.tv_sec++, ts.tv_nsec -= 1000000000;
+		pthread_cond_timedwait(&u->cv, &u->mu, &ts);
+	}
+	pthread_mutex_unlock(&u->mu);
+	return rc;
 }
 
 /* Waits for a chunk past *done: 1, or 0 at the end. */
@@ -942,7 +1069,7 @@ unpacker_main(void *arg)
 	if (!f || !buf)
 		u->rc = fail(&u->err, MARO_BUNDLE_NOMEM, "out of memory");
 	else
-		u->rc = unpack(f, u->dir, u->lim, buf, MARO_BUNDLE_CHUNK, &u->err);
+		u->rc = unpack(f, u->dir, u->lim, buf, MARO_BUNDLE_CHUNK, &u->abort, &u->err);
 	/* a fetch still handing on learns that it may stop */
 	unpacker_end(u, &u->stopped);
 	if (f)
@@ -1003,7 +1130,7 @@ transfer(struct fetch *f, const char *hash, uint64_t size, uint64_t rate, struct
 		inflight--;
 		*moved += val;
 		if (f->win[i].off == handed) {
-			rc = put(u, d.msg.payload.p + h, (size_t)val);
+			rc = put(u, d.msg.payload.p + h, (size_t)val, deadline, err);
 			handed += val;
 		} else if (!f->win[i].buf && !(f->win[i].buf = malloc(MARO_BUNDLE_CHUNK))) {
 			rc = fail(err, MARO_BUNDLE_NOMEM, "out of memory");
@@ -1017,7 +1144,7 @@ transfer(struct fetch *f, const char *hash, uint64_t size, uint64_t rate, struct
 			fed = 0;
 			for (i = 0; i < WINDOW && !rc; i++)
 				if (f->win[i].have && f->win[i].off == handed) {
-					rc = put(u, f->win[i].buf, f->win[i].have);
+					rc = put(u, f->win[i].buf, f->win[i].have, deadline, err);
 					handed += f->win[i].have;
 					f->win[i].have = 0;
 					fed = 1;
@@ -1037,7 +1164,7 @@ maro_bundle_fetch(struct maro_ctx *c, const char *owner, const char *server,
     void *arg, struct maro_bundle_got *got, struct maro_err *err)
 {
 	struct fetch f;
-	char cache[4000], tmp[4096], path[4200], final[4096], hex[MARO_BUNDLE_HASH_LEN + 1];
+	char cache[4000], tmp[4096], path[4200], final[4096], hex[MARO_BUNDLE_HASH_LEN + 1], why[120];
 	struct unpacker u;
 	int rc, lock = -1, one = -1, made = 0, i;
 
@@ -1060,6 +1187,12 @@ maro_bundle_fetch(struct maro_ctx *c, const char *owner, const char *server,
 		rc = fail(err, MARO_BUNDLE_IO, "cannot make the bundle cache '%s': %s", cache, strerror(errno));
 		goto out;
 	}
+	snprintf(path, sizeof path, "%s/.locks", cache);
+	if (cache_owned(cache, why, sizeof why) < 0 ||
+	    ((mkdir(path, 0700) == 0 || errno == EEXIST) && cache_owned(path, why, sizeof why) < 0)) {
+		rc = fail(err, MARO_BUNDLE_IO, "will not use the bundle cache '%s': %s", cache, why);
+		goto out;
+	}
 	if ((rc = manifest(&f, deadline, got->hash, &got->size, err)) != 0)
 		goto out;
 	/* headers and links are small beside the files they carry */
@@ -1071,10 +1204,8 @@ maro_bundle_fetch(struct maro_ctx *c, const char *owner, const char *server,
 	if (use_cached(cache, got->hash, got) == 0)
 		goto out;	/* rc 0: nothing moved */
 	/* one fetcher of a bundle per host at a time: the others then find it in the cache */
-	snprintf(path, sizeof path, "%s/.locks", cache);
-	mkdir(path, 0700);
 	snprintf(path, sizeof path, "%s/.locks/%s", cache, got->hash);
-	if ((one = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) < 0) {
+	if ((one = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600)) < 0) {
 		rc = fail(err, MARO_BUNDLE_IO, "cannot write to the bundle cache '%s': %s", cache,
 		    strerror(errno));
 		goto out;
@@ -1118,6 +1249,10 @@ maro_bundle_fetch(struct maro_ctx *c, const char *owner, const char *server,
 		goto out;
 	}
 	rc = transfer(&f, got->hash, got->size, lim->rate, &u, deadline, &got->fetched, err);
+	if (rc == 0)	/* all handed on, maybe all queued still: the unpacker too ends within -W */
+		rc = unpacked(&u, deadline, err);
+	if (rc > 0)	/* given up: what is queued is not worth unpacking */
+		__atomic_store_n(&u.abort, 1, __ATOMIC_RELAXED);
 	unpacker_end(&u, &u.closed);
 	pthread_join(u.thread, NULL);
 	pthread_join(u.hasher, NULL);
@@ -1144,7 +1279,7 @@ maro_bundle_fetch(struct maro_ctx *c, const char *owner, const char *server,
 		rc = fail(err, MARO_BUNDLE_IO, "cannot put the bundle in '%s': %s", final, strerror(errno));
 		goto out;
 	}
-	if (use_cached(cache, got->hash, got) < 0) {
+	if (chmod(final, 0555) < 0 || use_cached(cache, got->hash, got) < 0) {
 		rc = fail(err, MARO_BUNDLE_IO, "the bundle '%s' went from the cache at once", final);
 		goto out;
 	}

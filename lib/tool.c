@@ -205,7 +205,7 @@ maro_tool_bundle(struct maro_ctx *c, const struct maro_common *cm, const char *s
 	int rc;
 
 	if (maro_bundle_limits_env(&lim, &bad) < 0)
-		maro_usage_error("%s is not a size in bytes (N, NK, NM or NG)", bad);
+		maro_usage_error("%s is not a size in bytes (N, NK, NM or NG, below 16 EiB)", bad);
 	if ((rc = maro_bundle_fetch(c, cm->name, server, &lim, deadline, cm->quiet ? NULL : bundle_progress,
 	    (void *)server, got, &err)) != 0)
 		maro_die(rc == MARO_BUNDLE_SIGNAL ? maro_signal_status() : status[rc], "bundle of '%s': %s",

@@ -34,7 +34,7 @@ worker() {
 # fetch_only HOST NAME: a worker NAME of HOST that gets the bundle, stopped
 # once it said so; stderr in HOST/NAME.err
 fetch_only() {
-	bg 60 env -C "$1" XDG_CACHE_HOME="$PWD/$1/cache" maro-dist -n "$2" -v --bundle files \
+	bg 60 ${AS:-} env -C "$1" XDG_CACHE_HOME="$PWD/$1/cache" maro-dist -n "$2" -v --bundle files \
 		--on '*:x:1' true 2> "$1/$2.err"
 	wait_until 30 grep -q 'fetched$' "$1/$2.err"
 	stop_bg "$BG_PID"
@@ -139,6 +139,19 @@ hostile() {
 	[[ $output == *"evil.fifo' is a device, fifo or socket"* ]]
 }
 
+@test "the server refuses a link with '..' that every worker would refuse (65); a link down is shipped" {
+	mkdir master/job/bin
+	ln -s ../lib/word master/job/bin/tool
+	run -65 maro-dist -n files --serve-bundle master/job -W 5s
+	assert_output --partial "the link 'master/job/bin/tool' -> '../lib/word': a bundle's links must lead down"
+	rm master/job/bin/tool
+	ln -s lib/word master/job/word
+	serve master/job
+	fetch_only hostA w.1
+	[ "$(readlink hostA/cache/maro/bundles/[0-9a-f]*/word)" = lib/word ]
+	[ "$(cat hostA/cache/maro/bundles/[0-9a-f]*/word)" = hello ]
+}
+
 @test "the server packs its directory in TMPDIR" {
 	run -69 env TMPDIR="$PWD/none" maro-dist -n files --serve-bundle master/job -W 5s
 	assert_output --partial "cannot make a temporary file in '$PWD/none'"
@@ -155,11 +168,33 @@ hostile() {
 	[[ $output == *"'evil' (2048 bytes) is over the limit of 1024 bytes a file"* ]]
 }
 
-@test "set-uid, set-gid and sticky bits are dropped, executables stay executable" {
-	printf 'maro-bundle 1\nd 3755 d\nf 6755 3 d/x\nx\n\nf 0640 1 y\nye\n' > b
+@test "set-uid, set-gid and sticky bits are dropped, executables stay executable, nothing is writable" {
+	printf 'maro-bundle 1\nd 3755 d\nf 6755 3 d/x\nx\n\nf 0640 1 y\nyd 0700 z\nf 0600 1 z/w\nwe\n' > b
 	serve b
 	fetch_only hostA w.1
-	[ "$(stat -c %a hostA/cache/maro/bundles/*/d hostA/cache/maro/bundles/*/d/x hostA/cache/maro/bundles/*/y)" = $'755\n755\n640' ]
+	cd hostA/cache/maro/bundles/[0-9a-f]*
+	[ "$(stat -c %a d d/x y z z/w)" = $'555\n555\n440\n500\n400' ]
+	# a job run in it cannot change the bundle for the next (but root ignores modes)
+	[ "$(stat -c %a .)" = 555 ]
+	[ -z "$(find . -perm /222)" ]
+	# root without the capabilities that override modes stands for another user
+	AS=
+	if [ "$(id -u)" = 0 ] && setpriv --bounding-set -dac_override,-dac_read_search true 2>/dev/null; then
+		AS="setpriv --bounding-set -dac_override,-dac_read_search"
+		run ! $AS sh -c 'echo changed > y'
+		run ! $AS touch new
+		[ "$(cat y)" = y ]
+	fi
+	cd "$BATS_TEST_TMPDIR"
+	# and the bundle still goes when the cache is over its cap: the next fetch evicts it
+	printf 'maro-bundle 1\nf 0644 1 other\nxe\n' > b
+	stop_bg "$srv"
+	wait_until 10 not_live files
+	serve b
+	MARO_BUNDLE_CACHE_MAX=1 fetch_only hostA w.2
+	# the old one went whole (nothing left renamed 'gone.*' half emptied)
+	[ "$(ls -A hostA/cache/maro/bundles | grep -v '^.locks$' | wc -l)" -eq 1 ]
+	[ "$(cat hostA/cache/maro/bundles/[0-9a-f]*/other)" = x ]
 }
 
 @test "a receiver killed mid-transfer leaves no bundle; the next try completes" {
@@ -223,4 +258,101 @@ hostile() {
 	[ "$(grep 'fetched$' hostA/pool.err | sed -n '2s/.* \([0-9]*\) fetched$/\1/p')" = 0 ]
 	seq 5 | maro-scatter -e w=1 -P w -t sq -W 20s -f payload > out
 	[ "$(sort out | cut -d' ' -f1-2 | tr '\n' ' ')" = "1 hello 2 hello 3 hello 4 hello 5 hello " ]
+}
+
+# nested FILE: a stream of 1000 directories, each in the one before (a/a/a...)
+nested() {
+	awk 'BEGIN { print "maro-bundle 1"; p = "a"; for (i = 0; i < 1000; i++) { print "d 0755 " p; p = p "/a" } print "e" }' > "$1"
+}
+
+@test "1000 nested directories unpack at once; -W ends the worker in time (124)" {
+	nested b
+	serve b
+	cd hostA
+	t0=$(date +%s%N)
+	run -124 env XDG_CACHE_HOME="$PWD/cache" maro-dist -n w.1 -v --bundle files --on '*:x:1' true -W 3s
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	echo "$output"; echo "$ms ms"
+	# the check of a record's parents costs its depth, not the depth squared
+	[[ $output == *" fetched"* ]]
+	[ "$ms" -lt 4500 ]
+	[ -d "cache/maro/bundles/$(ls cache/maro/bundles | grep -v '^tmp')/a/a/a/a/a" ]
+}
+
+@test "SIGTERM ends a fetch at once (143)" {
+	nested b
+	serve b
+	cd hostA
+	bg 30 env XDG_CACHE_HOME="$PWD/cache" maro-dist -n w.1 -v --bundle files --on '*:x:1' true -W 20s 2> w.1.err
+	wait_until 10 test -d cache/maro/bundles
+	t0=$(date +%s%N)
+	kill -TERM "$(child_pid "$BG_PID" maro-dist)"
+	wait_exit "$BG_PID" 10
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	cat w.1.err; echo "$ms ms"
+	[ "$status" -eq 143 ]
+	[ "$ms" -lt 1500 ]
+}
+
+# unsafe_cache: a worker of host A with MARO_BUNDLE_CACHE=hostA/cache is refused with 70
+unsafe_cache() {
+	run -70 env -C hostA MARO_BUNDLE_CACHE="$PWD/hostA/cache" maro-dist -n w.1 --bundle files \
+		--raw --co '*:sq:1' ./run.sh -W 10s
+	echo "$output"
+	[[ $output == *"will not use the bundle cache '$PWD/hostA/cache': $1"* ]]
+}
+
+@test "a cache writable by others, a link or another's is refused with 70; a bundle planted there never runs" {
+	serve master/job
+	fetch_only hostB w.0
+	hash=$(ls hostB/cache/maro/bundles | grep -v '^tmp')
+	# another user made the cache first, open to all, and planted the bundle
+	mkdir -m 0777 hostA/cache
+	cp -r "hostB/cache/maro/bundles/$hash" hostA/cache/
+	chmod -R u+w "hostA/cache/$hash"
+	printf '#!/bin/sh\ntouch "%s/planted.ran"\n' "$PWD" > "hostA/cache/$hash/run.sh"
+	chmod 0777 hostA/cache
+	unsafe_cache "it is writable by group or others (mode 0777)"
+	[ ! -e planted.ran ]
+	rm -rf hostA/cache
+	ln -s "$PWD/hostB/cache/maro/bundles" hostA/cache
+	unsafe_cache "it is a symbolic link"
+	rm hostA/cache
+	if [ "$(id -u)" = 0 ]; then
+		mkdir -m 0700 hostA/cache
+		chown nobody hostA/cache
+		unsafe_cache "it is owned by uid $(id -u nobody), not by us (uid 0)"
+	fi
+	[ ! -e planted.ran ]
+	# one made by the worker is its own, 0700
+	rm -rf hostA/cache
+	fetch_only hostA w.2
+	[ "$(stat -c %a hostA/cache/maro/bundles)" = 700 ]
+}
+
+@test "a full disk is no hostile bundle: the cache cannot be written (70)" {
+	[ "$(id -u)" = 0 ] || skip "mounting a small tmpfs as the cache takes root"
+	unshare -m true 2>/dev/null || skip "no mount namespace here (unshare -m)"
+	head -c 1M /dev/urandom > master/job/big
+	serve master/job
+	mkdir hostA/cache
+	# a cache of 256 KiB in a mount namespace of the worker's own
+	run -70 unshare -m sh -c 'mount -t tmpfs -o size=256k,mode=0700 none hostA/cache &&
+		exec env MARO_BUNDLE_CACHE="$PWD/hostA/cache" maro-dist -n w.1 --bundle files --on "*:x:1" true -W 10s'
+	echo "$output"
+	[[ $output == *"'big' cannot be written: No space left on device"* ]]
+}
+
+@test "each entry counts 512 bytes toward MARO_BUNDLE_MAX: many empty ones are refused with 65" {
+	awk 'BEGIN { print "maro-bundle 1"; for (i = 0; i < 9; i++) print "d 0755 evil" i; print "e" }' > b
+	export MARO_BUNDLE_MAX=4K
+	hostile b
+	[[ $output == *"more entries than the limit of 4096 bytes a bundle allows (each counts 512 bytes toward MARO_BUNDLE_MAX)"* ]]
+}
+
+@test "a bundle limit that is no size, or over 16 EiB, is a usage error (2)" {
+	for v in 17179869184G 18446744073709551616 -1 1T; do
+		run -2 env MARO_BUNDLE_MAX="$v" maro-dist -n w.1 --bundle files --on '*:x:1' true -W 2s
+		assert_output "maro-dist: MARO_BUNDLE_MAX is not a size in bytes (N, NK, NM or NG, below 16 EiB); try 'maro-dist --help'"
+	done
 }
