@@ -923,6 +923,26 @@ struct unpacker {
 };
 
 /*
+ * One wait of the fetch for the unpacker and the hasher, with u->mu held:
+ * a fault once the deadline passed or a signal came, else 0 after their
+ * next step or 20 ms (a signal wakes no condition variable).
+ */
+static int
+wait_a_while(struct unpacker *u, int64_t deadline, struct maro_err *err)
+{
+	struct timespec ts;
+
+	if (maro_signal || maro_now_us() >= deadline)
+		return maro_signal ? fail(err, MARO_BUNDLE_SIGNAL, "stopped by a signal") :
+		    fail(err, MARO_BUNDLE_TIMEOUT, "the bundle was not unpacked in time");
+	clock_gettime(CLOCK_REALTIME, &ts);
+	if ((ts.tv_nsec += 20000000) >= 1000000000)
+		ts.tv_sec++, ts.tv_nsec -= 1000000000;
+	pthread_cond_timedwait(&u->cv, &u->mu, &ts);
+	return 0;
+}
+
+/*
  * Hands n bytes at p (at most a chunk) on.  0, -1 when the unpacker
  * stopped, or a fault when the deadline or a signal came first: a slow
  * unpacker does not hold the fetch past -W.
@@ -930,23 +950,13 @@ struct unpacker {
 static int
 put(struct unpacker *u, const uint8_t *p, size_t n, int64_t deadline, struct maro_err *err)
 {
-	struct timespec ts;
 	unsigned slot;
 	int stopped, rc = 0;
 
 	pthread_mutex_lock(&u->mu);
-	while (u->put - (u->took < u->hashed ? u->took : u->hashed) == QUEUE && !u->stopped) {
-		if (maro_signal || maro_now_us() >= deadline) {
-			rc = maro_signal ? fail(err, MARO_BUNDLE_SIGNAL, "stopped by a signal") :
-			    fail(err, MARO_BUNDLE_TIMEOUT, "the bundle was not unpacked in time");
+	while (u->put - (u->took < u->hashed ? u->took : u->hashed) == QUEUE && !u->stopped)
+		if ((rc = wait_a_while(u, deadline, err)))
 			break;
-		}
-		/* a signal wakes no condition variable: look again every 20 ms */
-		clock_gettime(CLOCK_REALTIME, &ts);
-		if ((ts.tv_nsec += 20000000) >= 1000000000)
-			ts.tv_sec++, ts.tv_nsec -= 1000000000;
-		pthread_cond_timedwait(&u->cv, &u->mu, &ts);
-	}
 	slot = (unsigned)(u->put % QUEUE);
 	stopped = u->stopped;
 	pthread_mutex_unlock(&u->mu);
@@ -969,23 +979,14 @@ put(struct unpacker *u, const uint8_t *p, size_t n, int64_t deadline, struct mar
 static int
 unpacked(struct unpacker *u, int64_t deadline, struct maro_err *err)
 {
-	struct timespec ts;
 	int rc = 0;
 
 	pthread_mutex_lock(&u->mu);
 	u->closed = 1;
 	pthread_cond_broadcast(&u->cv);
-	while (!u->stopped) {
-		if (maro_signal || maro_now_us() >= deadline) {
-			rc = maro_signal ? fail(err, MARO_BUNDLE_SIGNAL, "stopped by a signal") :
-			    fail(err, MARO_BUNDLE_TIMEOUT, "the bundle was not unpacked in time");
+	while (!u->stopped)
+		if ((rc = wait_a_while(u, deadline, err)))
 			break;
-		}
-		clock_gettime(CLOCK_REALTIME, &ts);
-		if ((ts.tv_nsec += 20000000) >= 1000000000)
-			ts.tv_sec++, ts.tv_nsec -= 1000000000;
-		pthread_cond_timedwait(&u->cv, &u->mu, &ts);
-	}
 	pthread_mutex_unlock(&u->mu);
 	return rc;
 }
