@@ -144,7 +144,7 @@ kill_midstream() {
 	MARO_WINDOW_BYTES=262144 bg 60 sh -c 'maro-send -p sink -q -W 50s < feed 2> send.err'
 	send=$BG_PID
 	wait_until 10 has_lines fed 1
-	wait_until 30 [ "$(cat fed)" -ge 4 ]
+	wait_until 30 sh -c '[ "$(cat fed)" -ge 4 ] 2> /dev/null'
 	# not readiness: a second in which the sender must take no more than
 	# its window, the pipe's 64 KiB and one read buffer
 	sleep 1
@@ -173,7 +173,7 @@ kill_midstream() {
 	bg 60 sh -c 'unset MARO_WINDOW_BYTES; maro-send -p sink -q -W 50s < feed 2> send.err'
 	send=$BG_PID
 	wait_until 10 has_lines fed 1
-	wait_until 30 [ "$(cat fed)" -ge 10 ]
+	wait_until 30 sh -c '[ "$(cat fed)" -ge 10 ] 2> /dev/null'
 	# not readiness: two seconds in which the sender must take no more than
 	# its window, the pipe's 64 KiB and one read buffer (4 MiB: 65)
 	sleep 2
