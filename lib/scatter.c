@@ -49,10 +49,7 @@ on_moved(void *arg, const char *dest, size_t dropped)
 	unsigned n;
 
 	(void)dropped;
-	for (p = 0; p < sc->q.npeers; p++)
-		if (!strcmp(sc->q.peers[p].name, dest))
-			break;
-	if (p == sc->q.npeers)
+	if ((p = maro_workq_peer_find(&sc->q, dest)) == NO_PEER)
 		return;
 	if (maro_workq_peer_replaced(&sc->q, p, &n) < 0)
 		sc->nomem = 1;

@@ -38,6 +38,87 @@ task_free(struct maro_workq *q, size_t i)
 	}
 }
 
+/* Peer a goes before peer b: fewer tasks in flight, or as many and its turn came first. */
+static int
+before(const struct maro_workq *q, size_t a, size_t b)
+{
+	const struct maro_workq_peer *x = &q->peers[a], *y = &q->peers[b];
+
+	return x->inflight != y->inflight ? x->inflight < y->inflight : x->turn < y->turn;
+}
+
+static void
+heap_set(struct maro_workq *q, size_t k, size_t p)
+{
+	q->open[k] = p;
+	q->peers[p].at = k;
+}
+
+/* The open peer at k moves up or down to its place. */
+static void
+heap_fix(struct maro_workq *q, size_t k)
+{
+	size_t p = q->open[k];
+
+	while (k > 0 && before(q, p, q->open[(k - 1) / 2])) {
+		heap_set(q, k, q->open[(k - 1) / 2]);
+		k = (k - 1) / 2;
+	}
+	for (;;) {
+		size_t c = 2 * k + 1;
+
+		if (c >= q->nopen)
+			break;
+		if (c + 1 < q->nopen && before(q, q->open[c + 1], q->open[c]))
+			c++;
+		if (!before(q, q->open[c], p))
+			break;
+		heap_set(q, k, q->open[c]);
+		k = c;
+	}
+	heap_set(q, k, p);
+}
+
+/*
+ * Peer p's tasks in flight changed (moved) or whether it is live: it is
+ * open for work while live and below its window, in turn after the open
+ * peers with as many tasks in flight.
+ */
+static void
+peer_update(struct maro_workq *q, size_t p, int moved)
+{
+	struct maro_workq_peer *e = &q->peers[p];
+	int open = e->live && e->inflight < q->window;
+
+	if (moved || (open && e->at == NO_PEER))
+		e->turn = ++q->turns;
+	if (open && e->at == NO_PEER) {
+		e->at = q->nopen++;
+		q->open[e->at] = p;
+		heap_fix(q, e->at);
+	} else if (!open && e->at != NO_PEER) {
+		size_t k = e->at;
+
+		e->at = NO_PEER;
+		if (k < --q->nopen) {
+			heap_set(q, k, q->open[q->nopen]);
+			heap_fix(q, k);
+		}
+	} else if (open && moved) {
+		heap_fix(q, e->at);
+	}
+}
+
+/* Peer p has one task fewer in flight. */
+static void
+peer_less(struct maro_workq *q, size_t p)
+{
+	if (p != NO_PEER && q->peers[p].inflight) {
+		q->peers[p].inflight--;
+		peer_update(q, p, 1);
+	}
+}
+
 void
 maro_workq_free(struct maro_workq *q)
 {
@@ -54,7 +135,9 @@ maro_workq_free(struct maro_workq *q)
 	free(q->tasks);
 	free(q->queue);
 	free(q->peers);
+	free(q->open);
 	maro_strset_free(&q->by_session);
+	maro_strset_free(&q->by_name);
 	memset(q, 0, sizeof *q);
 }
 
@@ -150,15 +233,8 @@ maro_workq_pop(struct maro_workq *q)
 size_t
 maro_workq_pick(struct maro_workq *q, int past_window)
 {
-	size_t i, best = NO_PEER;
+	size_t i, best = q->nopen ? q->open[0] : NO_PEER;
 
-	for (i = 0; i < q->npeers; i++) {
-		size_t p = (q->rr + i) % q->npeers;
-
-		if (q->peers[p].live && q->peers[p].inflight < q->window &&
-		    (best == NO_PEER || q->peers[p].inflight < q->peers[best].inflight))
-			best = p;
-	}
 	/* past the window (--async: acks, not replies, free a peer): round robin over the live */
 	for (i = 0; best == NO_PEER && past_window && i < q->npeers; i++) {
 		size_t p = (q->rr + i) % q->npeers;
@@ -189,8 +265,10 @@ maro_workq_sent(struct maro_workq *q, size_t i, size_t p, int64_t now)
 	t->sends++;
 	t->peer = p;
 	t->sent_at = now;
-	if (p != NO_PEER)
+	if (p != NO_PEER) {
 		q->peers[p].inflight++;
+		peer_update(q, p, 1);
+	}
 	return 0;
 }
 
@@ -205,8 +283,7 @@ maro_workq_answered(struct maro_workq *q, struct maro_str session, size_t *i)
 		return NULL;
 	t->done = 1;
 	q->ndone++;
-	if (t->peer != NO_PEER && q->peers[t->peer].inflight)
-		q->peers[t->peer].inflight--;
+	peer_less(q, t->peer);
 	t->msg = NULL;
 	*i = v;
 	return t;
@@ -260,8 +337,7 @@ maro_workq_fail(struct maro_workq *q, size_t i, const char *why)
 {
 	struct maro_workq_task *t = maro_workq_task(q, i);
 
-	if (t->peer != NO_PEER && q->peers[t->peer].inflight)
-		q->peers[t->peer].inflight--;
+	peer_less(q, t->peer);
 	t->attempts++;
 	if (!q->retries || t->attempts < q->retries) {
 		t->peer = NO_PEER;
@@ -310,24 +386,39 @@ int
 maro_workq_peer_seen(struct maro_workq *q, const char *name)
 {
 	struct maro_workq_peer *v;
-	size_t p;
+	size_t p = maro_workq_peer_find(q, name), *o;
 	int was;
 
-	for (p = 0; p < q->npeers; p++)
-		if (!strcmp(q->peers[p].name, name))
-			break;
-	if (p == q->npeers) {
+	if (p == NO_PEER) {
+		p = q->npeers;
 		v = realloc(q->peers, (q->npeers + 1) * sizeof *v);
 		if (!v)
 			return -1;
 		q->peers = v;
+		o = realloc(q->open, (q->npeers + 1) * sizeof *o);
+		if (!o)
+			return -1;
+		q->open = o;
+		if (maro_strset_put(&q->by_name, name, strlen(name), p) < 0)
+			return -1;
 		memset(&q->peers[p], 0, sizeof *q->peers);
 		snprintf(q->peers[p].name, sizeof q->peers[p].name, "%s", name);
+		q->peers[p].at = NO_PEER;
 		q->npeers++;
 	}
 	was = q->peers[p].live;
 	q->peers[p].live = 1;
+	if (!was)
+		peer_update(q, p, 0);
 	return !was;
+}
+
+size_t
+maro_workq_peer_find(const struct maro_workq *q, const char *name)
+{
+	uint64_t p;
+
+	return maro_strset_get(&q->by_name, name, strlen(name), &p) ? (size_t)p : NO_PEER;
 }
 
 size_t
@@ -354,6 +445,7 @@ maro_workq_peer_replaced(struct maro_workq *q, size_t p, unsigned *inflight)
 			return -1;
 	}
 	q->peers[p].inflight = 0;
+	peer_update(q, p, 1);
 	return 0;
 }
 
@@ -361,6 +453,7 @@ int
 maro_workq_peer_lost(struct maro_workq *q, size_t p, unsigned *inflight)
 {
 	q->peers[p].live = 0;
+	peer_update(q, p, 0);
 	return maro_workq_peer_replaced(q, p, inflight);
 }
 

@@ -57,6 +57,9 @@ struct maro_workq_peer {
 	char name[MARO_NAME_MAX + 1];
 	int live;		/* 1, or 0 once it left; | 2 from maro_workq_peers_begin until seen */
 	unsigned inflight;	/* tasks sent to it and not yet answered */
+	/* the module's: its place among the peers open for work (or NO_PEER), its turn there */
+	size_t at;
+	uint64_t turn;
 };
 
 /* Writes one reply, in order when the queue is ordered. */
@@ -91,6 +94,10 @@ struct maro_workq {
 	struct maro_workq_task **tasks;	/* task i is tasks[i - base], or NULL once freed */
 	size_t base, cap, first, next_out, rr;
 	struct maro_strset by_session;	/* session id -> task, of the tasks sent */
+	struct maro_strset by_name;	/* a peer's name -> p */
+	size_t *open;		/* the peers open for work, a heap by (inflight, turn) */
+	size_t nopen;
+	uint64_t turns;
 	size_t *queue;		/* tasks waiting for a peer: queue[head .. nqueue) */
 	size_t head, nqueue, queue_cap;
 };
@@ -118,7 +125,9 @@ void maro_workq_pop(struct maro_workq *q);
 /*
  * The live peer with the fewest tasks in flight, below the window, taking
  * turns on ties; with past_window and none below it, the next live peer in
- * turn.  MARO_WORKQ_NO_PEER when there is none.
+ * turn.  MARO_WORKQ_NO_PEER when there is none.  The peers below their
+ * window are kept in a heap: a pick costs the same whatever their number
+ * (a scatter over a thousand peers), and a task sent or answered log of it.
  */
 size_t maro_workq_pick(struct maro_workq *q, int past_window);
 /*
@@ -167,6 +176,8 @@ void maro_workq_peers_begin(struct maro_workq *q);
  * left and is listed again is live again, and not new); -1 with ENOMEM.
  */
 int maro_workq_peer_seen(struct maro_workq *q, const char *name);
+/* The peer of that name, or MARO_WORKQ_NO_PEER. */
+size_t maro_workq_peer_find(const struct maro_workq *q, const char *name);
 /*
  * A peer not in the listing and not yet given to maro_workq_peer_lost
  * since maro_workq_peers_begin (one that had left already among them), or

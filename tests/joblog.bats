@@ -75,9 +75,13 @@ records() { tail -n +2 "$1"; }
 	assert_equal "$(field log 2 outcome)" "failed: timed out"
 	assert_equal "$(field log 2 attempts)" 2
 	assert_equal "$(records log | cut -f 7 | sort | uniq -c | awk '{ print $1, $2 }')" $'3 done\n1 failed:'
-	# without --retries it is tried until -W: no record, named on stderr with its line and payload
+	# without --retries it is tried until -W: no record, named on stderr with its line and payload.
+	# Fresh workers: the two attempts above may have hung both of the first two
+	coworker other.1
+	coworker other.2
+	wait_until 10 live_is other. 2
 	run -1 --separate-stderr timeout 30 sh -c 'printf "%s\n" a hang |
-		maro-scatter -P worker -t job --task-timeout 500ms --joblog log2 -W 2s -f payload'
+		maro-scatter -P other -t job --task-timeout 500ms --joblog log2 -W 2s -f payload'
 	[[ "$stderr" == *'no reply in session '*' (line 2 of the input): payload "hang"'* ]]
 	assert_equal "$(records log2 | cut -f 1)" 1
 }

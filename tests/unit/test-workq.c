@@ -1,3 +1,4 @@
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -70,6 +71,94 @@ answer(struct maro_workq *q, const char *session, const char *reply)
 
 	if (maro_workq_answered(q, maro_str_c(session), &i))
 		maro_workq_reply(q, i, (const uint8_t *)reply, strlen(reply));
+}
+
+/* The fewest in flight among the live peers below the window (UINT_MAX: none), by looking at each. */
+static unsigned
+fewest(const struct maro_workq *q)
+{
+	unsigned least = UINT_MAX;
+	size_t p;
+
+	for (p = 0; p < q->npeers; p++)
+		if (q->peers[p].live && q->peers[p].inflight < q->window && q->peers[p].inflight < least)
+			least = q->peers[p].inflight;
+	return least;
+}
+
+/*
+ * 300 peers, window 3, 20,000 random steps (a task sent, answered, timed
+ * out; a peer that leaves, comes back, or is replaced): each pick is a
+ * live peer with the fewest in flight below the window, as looking at
+ * every peer finds, and none only when there is none; peers with as many
+ * take turns.
+ */
+static void
+test_workq_pick(void)
+{
+	struct maro_workq q = { 0 };
+	struct seen w = { 0 };
+	size_t i, p, task, bad = 0;
+	unsigned n, seed = 7, turns_ok = 1;
+	char sid[32];
+
+	q.window = 3;
+	q.put = put;
+	q.arg = &w;
+	for (p = 0; p < 300; p++) {
+		snprintf(sid, sizeof sid, "w.%zu", p);
+		maro_workq_peer_seen(&q, sid);
+	}
+	/* all at 0: each is picked once before any is picked again */
+	for (i = 0; i < 300; i++) {
+		snprintf(sid, sizeof sid, "t%zu", i);
+		add(&q, sid);
+		p = send_next(&q, &task);
+		if (p == MARO_WORKQ_NO_PEER || q.peers[p].inflight != 1)
+			turns_ok = 0;
+	}
+	CHECK(turns_ok && fewest(&q) == 1);
+	for (i = 300; i < 20300; i++) {
+		unsigned r;
+		size_t k;
+
+		seed = seed * 1103515245 + 12345;
+		r = seed >> 16;
+		switch (r % 8) {
+		case 0: case 1: case 2:	/* a new task goes out */
+			snprintf(sid, sizeof sid, "t%zu", i);
+			add(&q, sid);
+			/* FALLTHROUGH */
+		case 3:	/* the queue's head, if a peer has room */
+			n = fewest(&q);
+			p = maro_workq_head(&q, &k) ? send_next(&q, &task) : MARO_WORKQ_NO_PEER;
+			if (maro_workq_head(&q, &k) || p != MARO_WORKQ_NO_PEER)
+				bad += p == MARO_WORKQ_NO_PEER ? n != UINT_MAX : q.peers[p].inflight != n + 1;
+			break;
+		case 4: case 5:	/* an answer to a task in flight */
+			k = maro_workq_first(&q) + (r >> 3) % (q.ntasks - maro_workq_first(&q) + 1);
+			if (maro_workq_task(&q, k) && maro_workq_task(&q, k)->peer != MARO_WORKQ_NO_PEER)
+				answer(&q, maro_workq_task(&q, k)->session, "");
+			break;
+		case 6:	/* a task in flight timed out */
+			k = maro_workq_first(&q) + (r >> 3) % (q.ntasks - maro_workq_first(&q) + 1);
+			if (maro_workq_task(&q, k) && !maro_workq_task(&q, k)->done &&
+			    maro_workq_task(&q, k)->peer != MARO_WORKQ_NO_PEER)
+				maro_workq_fail(&q, k, "timed out");
+			break;
+		default:	/* a peer leaves, comes back, or is replaced */
+			p = (r >> 3) % q.npeers;
+			if (r & 0x10000)
+				maro_workq_peer_replaced(&q, p, &n);
+			else if (q.peers[p].live)
+				maro_workq_peer_lost(&q, p, &n);
+			else
+				maro_workq_peer_seen(&q, q.peers[p].name);
+			break;
+		}
+	}
+	CHECK(bad == 0);
+	maro_workq_free(&q);
 }
 
 void
@@ -219,4 +308,5 @@ test_workq(void)
 	/* a peer replaced with nothing in flight loses nothing */
 	CHECK(maro_workq_peer_replaced(&q, 0, &n) == 0 && n == 0 && q.nfailed == 1);
 	maro_workq_free(&q);
+	test_workq_pick();
 }
