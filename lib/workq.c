@@ -408,7 +408,8 @@ maro_workq_peer_seen(struct maro_workq *q, const char *name)
 	}
 	was = q->peers[p].live;
 	q->peers[p].live = 1;
-	if (!was)
+	/* one that left is 2 here, not 0, when maro_workq_peers_begin came first (a listing) */
+	if (!(was & 1))
 		peer_update(q, p, 0);
 	return !was;
 }

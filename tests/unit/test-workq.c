@@ -73,6 +73,63 @@ answer(struct maro_workq *q, const char *session, const char *reply)
 		maro_workq_reply(q, i, (const uint8_t *)reply, strlen(reply));
 }
 
+/* Peer p is listed when bit p of mask is set. */
+static int
+in_mask(unsigned long mask, size_t p)
+{
+	return mask >> p & 1;
+}
+
+/* Peer p is listed unless (p + r) % 5 is 0: a fifth leave, or stay away. */
+static int
+most(unsigned long r, size_t p)
+{
+	return (p + r) % 5 != 0;
+}
+
+/*
+ * A registry listing as maro-scatter's refresh makes it: of peers 0 to
+ * npeers - 1 ("w.p"), those that listed(arg, p) names are seen, the others
+ * leave and their tasks go back to the queue; the tasks they had in
+ * flight, summed.
+ */
+static unsigned
+listing(struct maro_workq *q, size_t npeers, int (*listed)(unsigned long, size_t), unsigned long arg)
+{
+	char name[32];
+	unsigned n, left = 0;
+	size_t p;
+
+	maro_workq_peers_begin(q);
+	for (p = 0; p < npeers; p++)
+		if (listed(arg, p)) {
+			snprintf(name, sizeof name, "w.%zu", p);
+			maro_workq_peer_seen(q, name);
+		}
+	while ((p = maro_workq_peer_gone(q)) != MARO_WORKQ_NO_PEER) {
+		maro_workq_peer_lost(q, p, &n);
+		left += n;
+	}
+	return left;
+}
+
+/* Each peer open for work (live, below the window) is in the heap at its place, and no other. */
+static int
+heap_ok(const struct maro_workq *q)
+{
+	size_t p, nopen = 0;
+
+	for (p = 0; p < q->npeers; p++) {
+		int open = (q->peers[p].live & 1) && q->peers[p].inflight < q->window;
+
+		if (open != (q->peers[p].at != MARO_WORKQ_NO_PEER) ||
+		    (open && (q->peers[p].at >= q->nopen || q->open[q->peers[p].at] != p)))
+			return 0;
+		nopen += open;
+	}
+	return nopen == q->nopen;
+}
+
 /* The fewest in flight among the live peers below the window (UINT_MAX: none), by looking at each. */
 static unsigned
 fewest(const struct maro_workq *q)
@@ -98,7 +155,7 @@ test_workq_pick(void)
 {
 	struct maro_workq q = { 0 };
 	struct seen w = { 0 };
-	size_t i, p, task, bad = 0;
+	size_t i, p, task, bad = 0, heap_wrong = 0;
 	unsigned n, seed = 7, turns_ok = 1;
 	char sid[32];
 
@@ -146,9 +203,13 @@ test_workq_pick(void)
 			    maro_workq_task(&q, k)->peer != MARO_WORKQ_NO_PEER)
 				maro_workq_fail(&q, k, "timed out");
 			break;
-		default:	/* a peer leaves, comes back, or is replaced */
+		default:	/* a peer leaves, comes back, or is replaced; or a listing */
 			p = (r >> 3) % q.npeers;
-			if (r & 0x10000)
+			/* r is 16 bits: its bit 16, which chose a replacement, was always 0 */
+			seed = seed * 1103515245 + 12345;
+			if ((seed >> 16) % 4 == 0)
+				listing(&q, q.npeers, most, seed >> 18);
+			else if ((seed >> 16) % 4 == 1)
 				maro_workq_peer_replaced(&q, p, &n);
 			else if (q.peers[p].live)
 				maro_workq_peer_lost(&q, p, &n);
@@ -156,8 +217,61 @@ test_workq_pick(void)
 				maro_workq_peer_seen(&q, q.peers[p].name);
 			break;
 		}
+		heap_wrong += !heap_ok(&q);
 	}
-	CHECK(bad == 0);
+	CHECK(bad == 0 && heap_wrong == 0);
+	maro_workq_free(&q);
+}
+
+/*
+ * The soak's Redis restart: a listing finds none of the six peers, which
+ * leave with two tasks each in flight, back to the queue; the next finds
+ * them all again. They take the twelve tasks again, two each, and then a
+ * peer that leaves alone and comes back, or is replaced meanwhile, takes
+ * tasks too.
+ */
+static void
+test_workq_rejoin(void)
+{
+	struct maro_workq q = { 0 };
+	struct seen w = { 0 };
+	size_t i, p, task, per[6] = { 0 };
+	unsigned n;
+	int all2 = 1;
+	char sid[32];
+
+	q.window = 2;
+	q.put = put;
+	q.arg = &w;
+	CHECK(listing(&q, 6, in_mask, 0x3f) == 0 && q.npeers == 6 && heap_ok(&q));
+	for (i = 0; i < 20; i++) {
+		snprintf(sid, sizeof sid, "t%zu", i);
+		add(&q, sid);
+	}
+	for (i = 0; i < 12; i++)
+		CHECK(send_next(&q, &task) != MARO_WORKQ_NO_PEER);
+	CHECK(send_next(&q, &task) == MARO_WORKQ_NO_PEER);
+	/* Redis restarted: no one listed, all six leave with 2 each */
+	CHECK(listing(&q, 6, in_mask, 0) == 12 && q.nopen == 0 && heap_ok(&q));
+	/* they registered again: all six live, not new, and open */
+	CHECK(listing(&q, 6, in_mask, 0x3f) == 0 && heap_ok(&q));
+	CHECK(q.nopen == 6);
+	for (i = 0; i < 12; i++) {
+		p = send_next(&q, &task);
+		if (p == MARO_WORKQ_NO_PEER)
+			break;
+		per[p]++;
+	}
+	CHECK(i == 12);
+	for (p = 0; p < 6; p++)
+		all2 &= per[p] == 2;
+	CHECK(all2 && send_next(&q, &task) == MARO_WORKQ_NO_PEER && heap_ok(&q));
+	/* w.3 alone leaves and comes back; w.4 is replaced (a new holder) meanwhile */
+	CHECK(listing(&q, 6, in_mask, 0x37) == 2 && heap_ok(&q));
+	CHECK(maro_workq_peer_replaced(&q, 4, &n) == 0 && n == 2 && heap_ok(&q));
+	CHECK(listing(&q, 6, in_mask, 0x3f) == 0 && heap_ok(&q) && q.nopen == 2);
+	p = send_next(&q, &task);
+	CHECK(p == 3 || p == 4);
 	maro_workq_free(&q);
 }
 
@@ -309,4 +423,5 @@ test_workq(void)
 	CHECK(maro_workq_peer_replaced(&q, 0, &n) == 0 && n == 0 && q.nfailed == 1);
 	maro_workq_free(&q);
 	test_workq_pick();
+	test_workq_rejoin();
 }
