@@ -11,6 +11,7 @@
 # client command needs SLURM_CONF.
 
 load helpers
+load netns
 
 NET=10.78.0
 declare -gA ADDR=([ctl]=$NET.1 [n1]=$NET.11 [n2]=$NET.12 [n3]=$NET.13)
@@ -19,7 +20,6 @@ NODES="n1 n2 n3"
 
 # on HOST CMD...: CMD in HOST's network namespace and a UTS namespace of
 # its own named HOST; nsenter, unshare and sh all exec: its pid is CMD's.
-HOSTED='hostname "$0" && exec "$@"'
 on() {
 	local host=$1
 	shift
@@ -27,51 +27,6 @@ on() {
 }
 # ctl CMD...: a client command on the controller's network (sbatch, squeue...)
 ctl() { nsenter --net="/run/netns/$NETNS-ctl" "$@"; }
-
-# Everything setup_file made is in $BATS_FILE_TMPDIR/made; net_down takes
-# exactly that down, whatever point setup_file reached.
-net_down() {
-	local made=$BATS_FILE_TMPDIR/made kind what pid i
-	[ -f "$made" ] || return 0
-	while read -r kind what; do
-		[ "$kind" = pid ] || continue
-		kill -TERM "$what" 2>/dev/null || :
-		for i in $(seq 150); do
-			kill -0 "$what" 2>/dev/null || break
-			sleep 0.02
-		done
-		kill -KILL "$what" 2>/dev/null || :
-	done < "$made"
-	while read -r kind what; do
-		[ "$kind" = netns ] || continue
-		# slurmstepd, tasks, a job's redis-server: all started in here by us
-		for pid in $(ip netns pids "$what" 2>/dev/null); do
-			kill -KILL "$pid" 2>/dev/null || :
-		done
-		ip netns delete "$what" 2>/dev/null || :
-	done < "$made"
-	rm -f "$made"
-}
-
-net_up() {
-	local made=$BATS_FILE_TMPDIR/made host ns
-	ns=$NETNS-hub
-	ip netns add "$ns" || return 1
-	echo "netns $ns" >> "$made"
-	ip -n "$ns" link set lo up &&
-		ip -n "$ns" link add br0 type bridge &&
-		ip -n "$ns" link set br0 up || return 1
-	for host in $HOSTS; do
-		ns=$NETNS-$host
-		ip netns add "$ns" || return 1
-		echo "netns $ns" >> "$made"
-		ip -n "$NETNS-hub" link add "v-$host" type veth peer name eth0 netns "$ns" &&
-			ip -n "$NETNS-hub" link set "v-$host" master br0 up &&
-			ip -n "$ns" link set lo up &&
-			ip -n "$ns" addr add "${ADDR[$host]}/24" dev eth0 &&
-			ip -n "$ns" link set eth0 up || return 1
-	done
-}
 
 slurm_conf() {
 	local d=$BATS_FILE_TMPDIR/slurm n
