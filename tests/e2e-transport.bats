@@ -129,8 +129,15 @@ kill_midstream() {
 	[ "$(lines second)" -gt 0 ]
 }
 
-@test "a stalled receiver holds a sender of large messages to MARO_WINDOW_BYTES, and then gets them all" {
-	# 100 messages of 64 KiB; 4 of them fill a 256 KiB byte window
+# stalled_receiver WINDOW LEAST SECONDS MOST: 100 messages of 64 KiB to a
+# receiver stopped once it is live, from a maro-send with MARO_WINDOW_BYTES
+# set to WINDOW (unset if empty).  Once the sender has taken LEAST from its
+# pipe, SECONDS more in which it must take at most MOST (its window, the
+# pipe's 64 KiB and one read buffer); then the receiver goes on and gets all
+# 100, and both exit 0.  The stalled receiver's entry must outlive the wait.
+stalled_receiver() {
+	local window=$1 least=$2 seconds=$3 most=$4 recv send
+	export MARO_TTL=10s
 	printf '{"tag":"n","session_type":"notification","payload":"%s"}\n' "$(head -c 65536 /dev/zero | tr '\0' x)" |
 		maro-msg -i json > one.cbor
 	bg 60 maro-recv -n sink -C 100 -f cbor > out
@@ -140,16 +147,19 @@ kill_midstream() {
 	mkfifo feed
 	# the feeder counts the messages the sender has taken from its pipe
 	bg 60 sh -c 'i=0; while [ $i -lt 100 ]; do cat one.cbor || exit 1; i=$((i + 1)); echo $i > fed; done > feed'
-	feeder=$BG_PID
-	MARO_WINDOW_BYTES=262144 bg 60 sh -c 'maro-send -p sink -q -W 50s < feed 2> send.err'
+	if [ -n "$window" ]; then
+		MARO_WINDOW_BYTES=$window bg 60 sh -c 'maro-send -p sink -q -W 50s < feed 2> send.err'
+	else
+		bg 60 sh -c 'unset MARO_WINDOW_BYTES; maro-send -p sink -q -W 50s < feed 2> send.err'
+	fi
 	send=$BG_PID
 	wait_until 10 has_lines fed 1
-	wait_until 30 sh -c '[ "$(cat fed)" -ge 4 ] 2> /dev/null'
-	# not readiness: a second in which the sender must take no more than
-	# its window, the pipe's 64 KiB and one read buffer
-	sleep 1
+	# sh -c: the count is read again at each poll
+	wait_until 30 sh -c "[ \"\$(cat fed)\" -ge $least ] 2> /dev/null"
+	# not readiness: the time in which the sender must not take more
+	sleep "$seconds"
 	echo "# taken while the receiver stalls: $(cat fed) of 100" >&3
-	[ "$(cat fed)" -le 12 ]
+	[ "$(cat fed)" -le "$most" ]
 	kill -CONT "$(child_pid "$recv" maro-recv)"
 	wait_exit "$send" 50
 	[ "$status" -eq 0 ] || { cat send.err; false; }
@@ -158,32 +168,14 @@ kill_midstream() {
 	[ "$(maro-msg -f json < out | wc -l)" -eq 100 ]
 }
 
+@test "a stalled receiver holds a sender of large messages to MARO_WINDOW_BYTES, and then gets them all" {
+	# 4 of them fill a 256 KiB byte window
+	stalled_receiver 262144 4 1 12
+}
+
 @test "by default a stalled receiver holds a sender of large messages to 2 MiB of them" {
-	# 100 messages of 64 KiB; 31 of them fill the default byte window, in
-	# more than a second here: the stalled receiver's entry must outlive it
-	export MARO_TTL=10s
-	printf '{"tag":"n","session_type":"notification","payload":"%s"}\n' "$(head -c 65536 /dev/zero | tr '\0' x)" |
-		maro-msg -i json > one.cbor
-	bg 60 maro-recv -n sink -C 100 -f cbor > out
-	recv=$BG_PID
-	wait_until 10 is_live sink
-	kill -STOP "$(child_pid "$recv" maro-recv)"
-	mkfifo feed
-	bg 60 sh -c 'i=0; while [ $i -lt 100 ]; do cat one.cbor || exit 1; i=$((i + 1)); echo $i > fed; done > feed'
-	bg 60 sh -c 'unset MARO_WINDOW_BYTES; maro-send -p sink -q -W 50s < feed 2> send.err'
-	send=$BG_PID
-	wait_until 10 has_lines fed 1
-	wait_until 30 sh -c '[ "$(cat fed)" -ge 10 ] 2> /dev/null'
-	# not readiness: two seconds in which the sender must take no more than
-	# its window, the pipe's 64 KiB and one read buffer (4 MiB: 65)
-	sleep 2
-	echo "# taken while the receiver stalls: $(cat fed) of 100" >&3
-	[ "$(cat fed)" -le 40 ]
-	kill -CONT "$(child_pid "$recv" maro-recv)"
-	wait_exit "$send" 50
-	[ "$status" -eq 0 ] || { cat send.err; false; }
-	wait_exit "$recv" 10
-	[ "$status" -eq 0 ]
+	# 31 of them fill the default byte window (4 MiB would let 65 through)
+	stalled_receiver '' 10 2 40
 }
 
 @test "a receiver that exits right after its last message: the sender has its acknowledgement" {
