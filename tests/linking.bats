@@ -2,7 +2,7 @@
 # What a tool loads when it starts.  Built as the GNUmakefile does by
 # default (LINK=static), libzmq, hiredis, jansson, libsodium and (in
 # maro-dist) libcrypto's SHA-256 are in the binary and a tool needs only
-# libcbor, libm and libc, so that its
+# libcbor and libc, so that its
 # start costs little more than an exec (make bench, "start-up");
 # maro-peers loads libmicrohttpd when it serves (lib/http.c).  A
 # sanitizer's runtime is let be; LINK=shared (MARO_LINK, from make test)
@@ -18,13 +18,13 @@ needed() {
 		grep -Ev '^(ld-linux|lib(asan|ubsan|tsan|lsan)\.so)' | sort
 }
 
-@test "every tool needs only libcbor, libm and libc (maro-peers loads libmicrohttpd when it serves)" {
+@test "every tool needs only libcbor and libc (maro-peers loads libmicrohttpd when it serves)" {
 	[ "${MARO_LINK:-static}" = static ] || skip "built with LINK=${MARO_LINK}: the shared libraries on purpose"
 	command -v readelf > /dev/null || skip "no readelf (binutils)"
 	local t want
 	for t in maro-bcast maro-dist maro-keygen maro-msg maro-peers maro-pool maro-recv \
 	    maro-scatter maro-send maro-wait-event; do
-		want=$'libc.so.6\nlibcbor.so.0.8\nlibm.so.6'
+		want=$'libc.so.6\nlibcbor.so.0.8'
 		run -0 needed "$t"
 		assert_output "$want"
 	done
