@@ -71,7 +71,7 @@ teardown() { default_teardown; }
 	assert_output ""
 }
 
-@test "maro-send: starting loads no NSS module for the protocols database, and linked statically reads none" {
+@test "maro-send: starting loads no NSS module for the protocols database, and linked statically reads none, nor nsswitch.conf" {
 	command -v strace > /dev/null || skip "strace is not installed"
 	# with "protocols: db files", glibc tried libnss_db in ~40 places first:
 	# 76 failed calls, 0.2 ms of every start.  OpenPGM looks up its
@@ -85,6 +85,8 @@ teardown() { default_teardown; }
 		grep -q /etc/protocols start.trace
 	else
 		run ! grep -q /etc/protocols start.trace
+		# nor is glibc told where to look (lib/transport.c): a read of nsswitch.conf
+		run ! grep -q nsswitch.conf start.trace
 	fi
 	run ! grep -q libnss_db start.trace
 }
