@@ -263,6 +263,21 @@ maro_ctx_close(struct maro_ctx *c)
 	free(c);
 }
 
+void
+maro_ctx_abandon(struct maro_ctx *c)
+{
+	if (!c)
+		return;
+	if (c->reg)
+		maro_registry_close(c->reg);
+	ipc_cleanup(c);
+	if (c->key) {
+		maro_curve_wipe(c->key);
+		free(c->key);
+	}
+	free(c);
+}
+
 unsigned long
 maro_ctx_rejected(struct maro_ctx *c, char *addr, size_t addrlen)
 {
