@@ -201,17 +201,15 @@ main(int argc, char **argv)
 	struct sender s = { 0 };
 	struct maro_build b = { 0 };
 	struct args a = { &s, &b, 0 };
-	struct maro_input in;
+	struct maro_input in = { 0 };
 	struct maro_buf built = { 0 };
 	const char *prefix;
-	char errbuf[512];
+	char errbuf[512], input_error[300] = "";
 	int64_t deadline, next_hb, now;
 	ssize_t k;
 	int status = MARO_EXIT_OK, input_done = 0, input_status = 0;
-	char input_error[300] = "";
 
 	maro_cli_init(argv[0]);
-	memset(&in, 0, sizeof in);
 	maro_common_init(&cm);
 	maro_opt_parse(&tool, &cm, argc, argv, own, &a);
 	s.t.name = cm.name;
@@ -383,8 +381,10 @@ out:
 	/* what went to a connection gets a last moment to leave it, within -W */
 	if (s.no_wait && s.t.ob)
 		maro_outbox_linger(s.t.ob, (int)(maro_budget_us(1000000, 0) / 1000));
-	maro_outbox_free(s.t.ob);
 	maro_requester_close(&s.t.rq);
+	if (MARO_CAN_ABANDON && !(s.no_wait && s.t.ob))
+		maro_cli_leave(s.t.c, status);	/* nothing lingers: the sockets are the exit's (transport.h) */
+	maro_outbox_free(s.t.ob);
 	maro_ctx_close(s.t.c);
 	maro_tool_out_free(&s.out);
 	maro_input_free(&in);

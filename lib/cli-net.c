@@ -123,3 +123,10 @@ maro_cli_report_malformed(struct maro_inbox *ib)
 		    n - seen == 1 ? "" : "s");
 	seen = n;
 }
+
+void
+maro_cli_leave(struct maro_ctx *c, int status)
+{
+	maro_ctx_abandon(c);
+	maro_cli_exit_now(status);
+}

@@ -193,6 +193,12 @@ maro_cli_close_stdout(int status)
 	return status;
 }
 
+void
+maro_cli_exit_now(int status)
+{
+	_exit(maro_cli_close_stdout(status));
+}
+
 static void
 on_signal(int sig)
 {

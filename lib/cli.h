@@ -78,6 +78,15 @@ int maro_cli_expect_wait(struct maro_registry *r, struct maro_expect *e, size_t 
  */
 int maro_cli_close_stdout(int status);
 /*
+ * exit(status) by _exit(2) once stdout is flushed (maro_cli_close_stdout):
+ * for a tool whose ZeroMQ context was left to the exit (maro_ctx_abandon),
+ * whose threads must not meet exit's destructors.
+ */
+noreturn void maro_cli_exit_now(int status);
+/* maro_ctx_abandon(c), then maro_cli_exit_now(status) (cli-net.c) */
+struct maro_ctx;
+noreturn void maro_cli_leave(struct maro_ctx *c, int status);
+/*
  * Writing standard output failed with err (a stream writer's errno): says
  * so (not for EPIPE, nor after a signal) and returns the status to leave
  * with: 130/143 after a signal, 124 at -W (ETIMEDOUT), else 70.

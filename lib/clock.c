@@ -43,7 +43,13 @@ maro_duration_parse(const char *s, int64_t *usec)
 	v *= mult;
 	if (!isfinite(v) || v > 9.2e18)
 		goto bad;
-	*usec = (int64_t)llround(v);
+	/*
+	 * llround(v) for v >= 0 without libm, which the tools then need not
+	 * load (0.3 MiB resident, and its start): v - trunc(v) is exact here
+	 */
+	*usec = (int64_t)v;
+	if (v - (double)*usec >= 0.5)
+		++*usec;
 	return 0;
 bad:
 	errno = EINVAL;

@@ -186,31 +186,3 @@ maro_tool_wake(struct maro_outbox *ob, int64_t deadline, int64_t next)
 		wake = deadline;
 	return next < wake ? next : wake;
 }
-
-static void
-bundle_progress(void *arg, uint64_t done, uint64_t size)
-{
-	maro_warn("bundle from '%s': %.1f of %.1f MiB", (const char *)arg, done / 1048576.0, size / 1048576.0);
-}
-
-const char *
-maro_tool_bundle(struct maro_ctx *c, const struct maro_common *cm, const char *server,
-    int64_t deadline, struct maro_bundle_got *got)
-{
-	static const int status[] = { 0, MARO_EXIT_DATAERR, MARO_EXIT_DATAERR, MARO_EXIT_SOFTWARE,
-		MARO_EXIT_UNAVAILABLE, MARO_EXIT_TIMEOUT, 0, MARO_EXIT_SOFTWARE };
-	struct maro_bundle_limits lim;
-	struct maro_err err;
-	const char *bad;
-	int rc;
-
-	if (maro_bundle_limits_env(&lim, &bad) < 0)
-		maro_usage_error("%s is not a size in bytes (N, NK, NM or NG, below 16 EiB)", bad);
-	if ((rc = maro_bundle_fetch(c, cm->name, server, &lim, deadline, cm->quiet ? NULL : bundle_progress,
-	    (void *)server, got, &err)) != 0)
-		maro_die(rc == MARO_BUNDLE_SIGNAL ? maro_signal_status() : status[rc], "bundle of '%s': %s",
-		    server, err.msg);
-	maro_info("bundle %.12s from '%s': %llu bytes, %llu fetched", got->hash, server,
-	    (unsigned long long)got->size, (unsigned long long)got->fetched);
-	return got->dir;
-}

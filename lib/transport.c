@@ -17,6 +17,9 @@
 
 #include "transport.h"
 
+/* Defined by lib/zmq-static.c, linked only with Debian's libzmq.a (LINK=static). */
+extern const char maro_zmq_static __attribute__((weak));
+
 /* Frames carry at most this many bytes of batched messages. */
 #define HWM_FRAMES 64
 
@@ -203,12 +206,16 @@ maro_ctx_open(const struct maro_ctx_opts *o, char *errbuf, size_t errlen)
 	else
 		host_address(c->advertise, sizeof c->advertise);
 	/*
-	 * A ZeroMQ context looks up the "pgm" protocol (getprotobyname) for a
-	 * transport maro never uses; with Debian's "protocols: db files" glibc
-	 * first tries to load libnss_db from some forty places.  The file
-	 * answers it: 0.2 ms of every start (zmq_ctx_new 0.40 -> 0.17 ms).
+	 * A ZeroMQ context with OpenPGM looks up the "pgm" protocol
+	 * (getprotobyname) for a transport maro never uses; with Debian's
+	 * "protocols: db files" glibc first tries to load libnss_db from some
+	 * forty places.  The file answers it: 0.2 ms of every start
+	 * (zmq_ctx_new 0.40 -> 0.17 ms).  Linked with lib/zmq-static.c there
+	 * is no OpenPGM and no look-up, and saying so would cost a read of
+	 * nsswitch.conf.
 	 */
-	__nss_configure_lookup("protocols", "files");
+	if (!&maro_zmq_static)
+		__nss_configure_lookup("protocols", "files");
 	c->zmq = zmq_ctx_new();
 	if (!c->zmq) {
 		maro_errbuf_set(errbuf, errlen, "cannot create a ZeroMQ context: %s", zmq_strerror(errno));
@@ -248,6 +255,21 @@ maro_ctx_close(struct maro_ctx *c)
 	if (c->zmq)
 		zmq_ctx_term(c->zmq);
 	maro_zap_join(c->zap);
+	ipc_cleanup(c);
+	if (c->key) {
+		maro_curve_wipe(c->key);
+		free(c->key);
+	}
+	free(c);
+}
+
+void
+maro_ctx_abandon(struct maro_ctx *c)
+{
+	if (!c)
+		return;
+	if (c->reg)
+		maro_registry_close(c->reg);
 	ipc_cleanup(c);
 	if (c->key) {
 		maro_curve_wipe(c->key);

@@ -17,6 +17,10 @@
  * Not part of libmaro.a: linked after libzmq.a, for its references only.
  */
 
+/* Its presence says libzmq has no OpenPGM here (lib/transport.c, maro_ctx_open). */
+extern const char maro_zmq_static;
+const char maro_zmq_static = 1;
+
 /* The prototypes are libzmq's business: these only answer its references. */
 #define FAILS(name, value) \
 	long name(void); \

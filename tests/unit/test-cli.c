@@ -1,5 +1,8 @@
 #include <limits.h>
+#include <math.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "buf.h"
@@ -31,6 +34,31 @@ test_cli(void)
 	CHECK(maro_duration_parse("5x", &us) < 0);
 	CHECK(maro_duration_parse("1e3", &us) < 0);
 	CHECK(maro_duration_parse("5 s", &us) < 0);
+	/* rounded to the nearest microsecond, halves away from zero, as llround (lib/clock.c has no libm) */
+	CHECK(maro_duration_parse("0.0000005", &us) == 0 && us == 1);
+	CHECK(maro_duration_parse("0.0000004999", &us) == 0 && us == 0);
+	CHECK(maro_duration_parse("0.0025ms", &us) == 0 && us == 3);
+	CHECK(maro_duration_parse("9000000000000.0000015", &us) == 0 && us == 9000000000000000000LL);
+	CHECK(maro_duration_parse("2600000000h", &us) < 0);
+	{
+		static const char *const unit[] = { "", "s", "ms", "m", "h" };
+		static const double mult[] = { 1e6, 1e6, 1e3, 60e6, 3600e6 };
+		uint64_t x = 88172645463325252ull;
+		char s[64];
+		int i, bad = 0;
+
+		for (i = 0; i < 20000; i++) {
+			unsigned k;
+
+			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+			k = (unsigned)(x % 5);
+			snprintf(s, sizeof s, "%u.%0*u%s", (unsigned)(x >> 40) % (i % 2 ? 1000 : 10000000),
+			    1 + (int)((x >> 20) % 9), (unsigned)(x >> 8) % 1000000000, unit[k]);
+			if (maro_duration_parse(s, &us) < 0 || us != llround(strtod(s, NULL) * mult[k]))
+				bad++;
+		}
+		CHECK(bad == 0);
+	}
 
 	/* a poll timeout is never negative but for "none", and never past the deadline */
 	maro_deadline = INT64_MAX;
