@@ -66,6 +66,31 @@ timed() {
 	wait_until 15 sh -c '[ -z "$(maro-peers -P w. -f json)" ]'
 }
 
+# A scatter over 40 workers (window 1, the default): quick tasks go to as
+# few as keep up, at most 16 windows' worth open (maro-scatter(1)), not a
+# task to each of the 40 in turn; tasks that take 50 ms each are work,
+# and go to all 40.
+@test "scatter over 40 workers: quick tasks go to 16 of them at most, tasks of 50 ms to all 40" {
+	local i
+	for i in $(seq 40); do
+		bg 120 maro-dist -n "q.$i" --raw --co '*:x:1' \
+		    'while read -r l; do case $l in s*) sleep 0.05;; esac; echo "$l"; done'
+	done
+	run -0 maro-peers -e q=40 -W 60s -q
+	seq -f 'q%g' 2000 > quick
+	run -0 --separate-stderr sh -c 'maro-scatter -P q. -t x -W 60s -f json < quick > out'
+	[ "$(wc -l < out)" -eq 2000 ]
+	[ "$(jq -r .payload out | sort -u | wc -l)" -eq 2000 ]
+	run -0 sh -c 'jq -r .source out | sort -u | wc -l'
+	[ "$output" -le 16 ] || { jq -r .source out | sort | uniq -c; false; }
+	seq -f 's%g' 200 > slow
+	run -0 --separate-stderr sh -c 'maro-scatter -P q. -t x -W 60s -f json < slow > out'
+	[ "$(wc -l < out)" -eq 200 ]
+	[ "$(jq -r .payload out | sort -u | wc -l)" -eq 200 ]
+	run -0 sh -c 'jq -r .source out | sort -u | wc -l'
+	[ "$output" -eq 40 ] || { jq -r .source out | sort | uniq -c; false; }
+}
+
 @test "dir: a group lock held by a stopped process is named at once, without -W" {
 	[ "${MARO_TEST_BACKEND:-dir}" = dir ] || skip "dir backend only"
 	hold_lock 30
