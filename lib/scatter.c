@@ -58,6 +58,7 @@ on_moved(void *arg, const char *dest, size_t dropped)
 	(void)dropped;
 	if ((p = maro_workq_peer_find(&sc->q, dest)) == NO_PEER)
 		return;
+	sc->q.peers[p].answered_at = 0;	/* the new one's first answer waits for its connections */
 	if (maro_workq_peer_replaced(&sc->q, p, &n) < 0)
 		sc->nomem = 1;
 	else if (n && sc->left)
@@ -238,6 +239,7 @@ refresh(struct maro_scatter *sc)
 	/* the outbox forgets what it held for a peer that left */
 	while ((p = maro_workq_peer_gone(&sc->q)) != NO_PEER) {
 		maro_outbox_drop(sc->ob, sc->q.peers[p].name);
+		sc->q.peers[p].answered_at = 0;
 		if (maro_workq_peer_lost(&sc->q, p, &n) < 0)
 			goto out;
 		if (n && sc->left)
