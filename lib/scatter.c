@@ -18,6 +18,8 @@
 #define PAUSE_US 20000
 /* the tasks open are capped (maro_scatter_round) to this many windows */
 #define HOT_WINDOWS 16
+/* or what keeps this many tasks a second going, at the turn a task takes at its peer */
+#define RATE_MIN 10000
 /* unless a task's turn at its peer takes this long: work, not a thousand wake-ups */
 #define SLOW_US 20000
 /* each time no reply comes for this long while tasks are out, the cap doubles */
@@ -136,7 +138,11 @@ static size_t
 open_max(const struct maro_scatter *sc)
 {
 	size_t cap = (size_t)HOT_WINDOWS * sc->q.window;
+	/* tasks of 1 ms, one at a time: 10 open, 10 peers busy, 10,000 a second */
+	double need = (double)RATE_MIN * sc->q.window * (double)sc->turn_us / 1e6;
 
+	if (need > (double)cap && need < 1e12)
+		cap = (size_t)need;
 	if (!sc->capped || sc->turn_us >= SLOW_US || sc->lifted >= 20 || cap >= SIZE_MAX >> 21 ||
 	    (cap << sc->lifted) / sc->q.window >= sc->q.npeers)
 		return SIZE_MAX;

@@ -149,9 +149,11 @@ int64_t maro_scatter_wake(const struct maro_scatter *sc, int64_t wake);
  *
  * How the work is spread (with a prefix, not async, over more than 16
  * peers): the tasks open (read ahead and not finished) are capped at 16
- * windows, so that the work goes to as few peers as keep up with it and
- * the others stay idle (a thousand workers on one host, each woken for one
- * task, cost ten times what a few woken for many do).  A peer that answered gets work again first
+ * windows, or what keeps RATE_MIN (10,000) tasks a second going at the
+ * turn a task takes (below), whichever is more, so that the work goes to
+ * as few peers as keep up with it and the others stay idle (a thousand
+ * workers on one host, each woken for one task, cost ten times what a few
+ * woken for many do).  A peer that answered gets work again first
  * (MARO_WORKQ_LAST); once a task's turn at its peer (from its send, or the
  * peer's answer before when it waited behind that one; a peer's first
  * answer, which waited for its connections, does not count) is known, the
@@ -159,8 +161,8 @@ int64_t maro_scatter_wake(const struct maro_scatter *sc, int64_t wake);
  * to its window.  Tasks whose turn takes SLOW_US (20 ms) or more are work,
  * not wake-ups: they are spread over all the peers, taking turns, with no
  * cap.  While a task has been out STUCK_US (1 s) and no reply came for as
- * long, the cap doubles every STUCK_US, back to 16 windows once every
- * task out is younger: a task that hangs holds up no other for long.
+ * long, the cap doubles every STUCK_US, back to 16 windows once every task
+ * out is younger: a task that hangs holds up no other for long.
  */
 int maro_scatter_round(struct maro_scatter *sc, struct maro_reader *r, size_t max, int64_t now);
 /* Is standard input to be read now, with at most max tasks queued? 1 when it is. */
