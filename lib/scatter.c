@@ -16,6 +16,15 @@
 #define REFRESH_US 250000
 /* input after this long without any is new work: the members are looked at again */
 #define PAUSE_US 20000
+/* the tasks open are capped (maro_scatter_round) to this many windows */
+#define HOT_WINDOWS 16
+/* or what keeps this many tasks a second going, at the turn a task takes at its peer */
+#define RATE_MIN 10000
+/* unless a task's turn at its peer takes this long: work, not a thousand wake-ups */
+#define SLOW_US 20000
+/* each time no reply comes for this long while tasks are out, the cap doubles */
+#define STUCK_US 1000000
+static size_t open_max(const struct maro_scatter *sc);
 
 static void
 on_ack(void *arg, const char *dest, const uint8_t *p, size_t n)
@@ -51,6 +60,7 @@ on_moved(void *arg, const char *dest, size_t dropped)
 	(void)dropped;
 	if ((p = maro_workq_peer_find(&sc->q, dest)) == NO_PEER)
 		return;
+	sc->q.peers[p].answered_at = 0;	/* the new one's first answer waits for its connections */
 	if (maro_workq_peer_replaced(&sc->q, p, &n) < 0)
 		sc->nomem = 1;
 	else if (n && sc->left)
@@ -120,6 +130,37 @@ maro_scatter_add(struct maro_scatter *sc, const uint8_t *p, size_t n, struct mar
 /* A task's place in the input, for people: "line 5", "message 5". */
 #define PLACE(sc, seq) (sc)->in.tag ? "line" : "message", (unsigned long long)(seq)
 
+/*
+ * The cap on the tasks open (maro_scatter_round), or SIZE_MAX: none (nor
+ * when it would hold every peer's window: 16 peers or fewer).
+ */
+static size_t
+open_max(const struct maro_scatter *sc)
+{
+	size_t cap = (size_t)HOT_WINDOWS * sc->q.window;
+	/* tasks of 1 ms, one at a time: 10 open, 10 peers busy, 10,000 a second */
+	double need = (double)RATE_MIN * sc->q.window * (double)sc->turn_us / 1e6;
+
+	if (need > (double)cap && need < 1e12)
+		cap = (size_t)need;
+	if (!sc->capped || sc->turn_us >= SLOW_US || sc->lifted >= 20 || cap >= SIZE_MAX >> 21 ||
+	    (cap << sc->lifted) / sc->q.window >= sc->q.npeers)
+		return SIZE_MAX;
+	return cap << sc->lifted;
+}
+
+/* The tasks to queue at most: max, within the cap on the tasks open. */
+static size_t
+take_max(const struct maro_scatter *sc, size_t max)
+{
+	size_t open = sc->q.ntasks - sc->q.ndone, cap = open_max(sc);
+	size_t queued = maro_workq_queued(&sc->q);
+
+	if (cap == SIZE_MAX || queued >= max)
+		return max;
+	return open >= cap ? queued : cap - open < max - queued ? queued + cap - open : max;
+}
+
 int
 maro_scatter_take(struct maro_scatter *sc, struct maro_reader *r, size_t max)
 {
@@ -128,6 +169,7 @@ maro_scatter_take(struct maro_scatter *sc, struct maro_reader *r, size_t max)
 
 	sc->want_input = 0;
 	sc->after_pause = 0;
+	max = take_max(sc, max);
 	while (!sc->input_done && maro_workq_queued(&sc->q) < max) {
 		const uint8_t *p;
 		size_t n;
@@ -203,6 +245,7 @@ refresh(struct maro_scatter *sc)
 	/* the outbox forgets what it held for a peer that left */
 	while ((p = maro_workq_peer_gone(&sc->q)) != NO_PEER) {
 		maro_outbox_drop(sc->ob, sc->q.peers[p].name);
+		sc->q.peers[p].answered_at = 0;
 		if (maro_workq_peer_lost(&sc->q, p, &n) < 0)
 			goto out;
 		if (n && sc->left)
@@ -354,6 +397,31 @@ failure_reply(struct maro_scatter *sc, const struct maro_msg *m)
 	return rc;
 }
 
+/*
+ * Task t's reply came from peer e at now: its turn there (from its send,
+ * or the peer's answer before when it waited behind that one) goes into
+ * the average the cap on the tasks open follows.
+ */
+static void
+took_turn(struct maro_scatter *sc, struct maro_workq_peer *e, const struct maro_workq_task *t,
+    int64_t now)
+{
+	int64_t turn = now - (e->answered_at > t->sent_at ? e->answered_at : t->sent_at);
+
+	if (!e->answered_at) {
+		e->answered_at = now;
+		return;
+	}
+	sc->quiet_since = now;
+	/* down at once, up by a 64th: the turn a task takes, not the waits of a loaded host */
+	if (turn < 1)
+		turn = 1;
+	if (!sc->turn_us && turn > SLOW_US / 2)
+		turn = SLOW_US / 2;	/* slow only when a few say so, not the first alone */
+	sc->turn_us = !sc->turn_us || turn < sc->turn_us ? turn : sc->turn_us + (turn - sc->turn_us) / 64;
+	e->answered_at = now;
+}
+
 int
 maro_scatter_replies(struct maro_scatter *sc)
 {
@@ -361,17 +429,22 @@ maro_scatter_replies(struct maro_scatter *sc)
 	struct maro_workq_task *t;
 	size_t i;
 	int moved = 0;
+	int64_t now = 0;
 
 	if (!sc->rq.inbox)
 		return 0;
 	while (maro_requester_next(&sc->rq, &d) == 1) {
 		moved = 1;	/* a peer may be free again */
+		if (!now)
+			now = maro_now_us();
 		if (failure_reply(sc, &d.msg) < 0)
 			return -1;
 		/* a task takes its first reply, and no other */
 		if ((t = maro_workq_answered(&sc->q, d.msg.session_id, &i))) {
-			if (t->peer != NO_PEER)
+			if (t->peer != NO_PEER) {
 				maro_outbox_settle(sc->ob, sc->q.peers[t->peer].name, d.msg.session_id);
+				took_turn(sc, &sc->q.peers[t->peer], t, now);
+			}
 			if (maro_workq_reply(&sc->q, i, d.p, d.n) < 0)
 				return -1;
 		}
@@ -396,6 +469,15 @@ maro_scatter_pollitems(struct maro_scatter *sc, zmq_pollitem_t *items, int max)
 	return n + maro_outbox_pollitems(sc->ob, items + n, max);
 }
 
+/* The oldest task open, out since then (its first send), or 0 when it has not gone out. */
+static int64_t
+oldest_out(const struct maro_scatter *sc)
+{
+	const struct maro_workq_task *t = maro_workq_task(&sc->q, maro_workq_first(&sc->q));
+
+	return t && t->sent && !t->done ? t->first_at : 0;
+}
+
 int64_t
 maro_scatter_wake(const struct maro_scatter *sc, int64_t wake)
 {
@@ -409,6 +491,13 @@ maro_scatter_wake(const struct maro_scatter *sc, int64_t wake)
 		wake = sc->next_refresh;
 	if (sc->rq.inbox && maro_inbox_ack_deadline(sc->rq.inbox) < wake)
 		wake = maro_inbox_ack_deadline(sc->rq.inbox);
+	/* a task out and no reply for STUCK_US double the cap: look then */
+	if (sc->capped && oldest_out(sc)) {
+		int64_t at = (oldest_out(sc) > sc->quiet_since ? oldest_out(sc) : sc->quiet_since) + STUCK_US;
+
+		if (at < wake)
+			wake = at;
+	}
 	return wake;
 }
 
@@ -510,8 +599,19 @@ maro_scatter_unsent(const struct maro_scatter *sc, const struct maro_workq_task 
 int
 maro_scatter_round(struct maro_scatter *sc, struct maro_reader *r, size_t max, int64_t now)
 {
+	int64_t oldest = oldest_out(sc);
 	int moved, rc = 0;
 
+	/* the work to as few peers as keep up, packed (scatter.h) */
+	sc->capped = sc->prefix && !sc->async;
+	if (!oldest || now - oldest < STUCK_US) {
+		sc->lifted = 0;	/* every task out went lately: none hangs */
+	} else if (now - sc->quiet_since >= STUCK_US) {
+		sc->lifted++;	/* and none came back for as long: more peers */
+		sc->quiet_since = now;
+	}
+	maro_workq_order(&sc->q, open_max(sc) == SIZE_MAX ? MARO_WORKQ_TURNS :
+	    sc->turn_us ? MARO_WORKQ_PACKED : MARO_WORKQ_LAST);
 	if (maro_scatter_peers(sc, now, 0) < 0 || maro_scatter_timeouts(sc, now) < 0)
 		return -1;
 	maro_outbox_run(sc->ob);	/* acknowledgements make room */
@@ -531,7 +631,7 @@ maro_scatter_wants_input(const struct maro_scatter *sc, size_t max)
 	 * queue had room buffered the whole input (2 MB for 200k lines,
 	 * without bound for more)
 	 */
-	return !sc->input_done && sc->want_input && maro_workq_queued(&sc->q) < max;
+	return !sc->input_done && sc->want_input && maro_workq_queued(&sc->q) < take_max(sc, max);
 }
 
 int

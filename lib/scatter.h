@@ -55,6 +55,10 @@ struct maro_scatter {
 	int64_t refresh_took;		/* how long the last look at the members took, us */
 	int64_t dry_since;	/* the input has had nothing more since then (0: it has) */
 	int after_pause;	/* the last take found input after a pause */
+	int capped;		/* the tasks open are capped (maro_scatter_round) */
+	unsigned lifted;	/* the cap doubled this many times (maro_scatter_round) */
+	int64_t turn_us;	/* a task's turn at its peer, on average (maro_scatter_round) */
+	int64_t quiet_since;	/* the last reply that counted a turn, or the last doubling */
 	int nomem;		/* a peer's new holder was not dealt with for want of memory */
 };
 
@@ -68,7 +72,9 @@ int maro_scatter_start(struct maro_scatter *sc, const char *name);
 void maro_scatter_end(struct maro_scatter *sc);
 /*
  * Reads ahead: the items r holds (taskin) become queued tasks
- * (maro_scatter_add) while fewer than max are queued.  1 if it added any,
+ * (maro_scatter_add) while fewer than max are queued (while the tasks come
+ * back quickly, and fewer than 16 windows' worth are open: see
+ * maro_scatter_round).  1 if it added any,
  * else 0; an item that cannot be a task, or that is not the one sc->resume
  * has at its place, or an input that ends before the last task
  * sc->resume has, ends the input with an error.  -1 with ENOMEM.
@@ -140,6 +146,23 @@ int64_t maro_scatter_wake(const struct maro_scatter *sc, int64_t wake);
  * acknowledgements read, the input read ahead (maro_scatter_take, at most
  * max queued), work given (maro_scatter_dispatch) and sent.  1 if a task
  * moved, 0 if not, -1 with ENOMEM.
+ *
+ * How the work is spread (with a prefix, not async, over more than 16
+ * peers): the tasks open (read ahead and not finished) are capped at 16
+ * windows, or what keeps RATE_MIN (10,000) tasks a second going at the
+ * turn a task takes (below), whichever is more, so that the work goes to
+ * as few peers as keep up with it and the others stay idle (a thousand
+ * workers on one host, each woken for one task, cost ten times what a few
+ * woken for many do).  A peer that answered gets work again first
+ * (MARO_WORKQ_LAST); once a task's turn at its peer (from its send, or the
+ * peer's answer before when it waited behind that one; a peer's first
+ * answer, which waited for its connections, does not count) is known, the
+ * queue is packed (MARO_WORKQ_PACKED): each peer takes a run of tasks, up
+ * to its window.  Tasks whose turn takes SLOW_US (20 ms) or more are work,
+ * not wake-ups: they are spread over all the peers, taking turns, with no
+ * cap.  While a task has been out STUCK_US (1 s) and no reply came for as
+ * long, the cap doubles every STUCK_US, back to 16 windows once every task
+ * out is younger: a task that hangs holds up no other for long.
  */
 int maro_scatter_round(struct maro_scatter *sc, struct maro_reader *r, size_t max, int64_t now);
 /* Is standard input to be read now, with at most max tasks queued? 1 when it is. */

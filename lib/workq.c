@@ -38,13 +38,18 @@ task_free(struct maro_workq *q, size_t i)
 	}
 }
 
-/* Peer a goes before peer b: fewer tasks in flight, or as many and its turn came first. */
+/*
+ * Peer a goes before peer b (maro_workq_order): fewer tasks in flight (packed:
+ * more), or as many and its turn came first (or it moved last).
+ */
 static int
 before(const struct maro_workq *q, size_t a, size_t b)
 {
 	const struct maro_workq_peer *x = &q->peers[a], *y = &q->peers[b];
 
-	return x->inflight != y->inflight ? x->inflight < y->inflight : x->turn < y->turn;
+	if (x->inflight != y->inflight)
+		return q->order == MARO_WORKQ_PACKED ? x->inflight > y->inflight : x->inflight < y->inflight;
+	return q->order == MARO_WORKQ_TURNS ? x->turn < y->turn : x->turn > y->turn;
 }
 
 static void
@@ -245,6 +250,21 @@ maro_workq_pick(struct maro_workq *q, int past_window)
 	if (best != NO_PEER)
 		q->rr = best + 1;
 	return best;
+}
+
+void
+maro_workq_order(struct maro_workq *q, int order)
+{
+	size_t k, n = q->nopen;
+
+	if (order == q->order)
+		return;
+	q->order = order;
+	/* the heap again, in the new order: each peer put in as the last leaf */
+	for (q->nopen = 0, k = 0; k < n; k++) {
+		q->nopen++;
+		heap_fix(q, k);
+	}
 }
 
 int

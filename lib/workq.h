@@ -57,6 +57,7 @@ struct maro_workq_peer {
 	char name[MARO_NAME_MAX + 1];
 	int live;		/* 1, or 0 once it left; | 2 from maro_workq_peers_begin until seen */
 	unsigned inflight;	/* tasks sent to it and not yet answered */
+	int64_t answered_at;	/* the caller's: when it last answered (0: never) */
 	/* the module's: its place among the peers open for work (or NO_PEER), its turn there */
 	size_t at;
 	uint64_t turn;
@@ -95,8 +96,9 @@ struct maro_workq {
 	size_t base, cap, first, next_out, rr;
 	struct maro_strset by_session;	/* session id -> task, of the tasks sent */
 	struct maro_strset by_name;	/* a peer's name -> p */
-	size_t *open;		/* the peers open for work, a heap by (inflight, turn) */
+	size_t *open;		/* the peers open for work, a heap by (inflight, turn), in q->order */
 	size_t nopen;
+	int order;		/* maro_workq_order */
 	uint64_t turns;
 	size_t *queue;		/* tasks waiting for a peer: queue[head .. nqueue) */
 	size_t head, nqueue, queue_cap;
@@ -124,12 +126,26 @@ void maro_workq_pop(struct maro_workq *q);
 
 /*
  * The live peer with the fewest tasks in flight, below the window, taking
- * turns on ties; with past_window and none below it, the next live peer in
- * turn.  MARO_WORKQ_NO_PEER when there is none.  The peers below their
+ * turns on ties (or as maro_workq_order says); with past_window and none
+ * below it, the next live peer in turn.  MARO_WORKQ_NO_PEER when there is
+ * none.  The peers below their
  * window are kept in a heap: a pick costs the same whatever their number
  * (a scatter over a thousand peers), and a task sent or answered log of it.
  */
 size_t maro_workq_pick(struct maro_workq *q, int past_window);
+/* How maro_workq_pick chooses among the peers below their window (maro_workq_order). */
+enum {
+	MARO_WORKQ_TURNS,	/* fewest tasks in flight, taking turns on ties (the default) */
+	MARO_WORKQ_LAST,	/* fewest tasks in flight, the last to move on ties */
+	MARO_WORKQ_PACKED	/* most tasks in flight, the last to move on ties */
+};
+/*
+ * Sets the order of the pick.  LAST spreads the tasks as TURNS does, but
+ * a peer that just answered gets the next one before a peer that has been
+ * idle; PACKED fills a peer's window before the next peer gets any: the
+ * work goes to as few peers as keep up with it.
+ */
+void maro_workq_order(struct maro_workq *q, int order);
 /*
  * Task i went to peer p (or MARO_WORKQ_NO_PEER: its own destination) at
  * now.  From its first send its session finds it (maro_workq_answered).

@@ -66,6 +66,35 @@ timed() {
 	wait_until 15 sh -c '[ -z "$(maro-peers -P w. -f json)" ]'
 }
 
+# A scatter over 40 workers: quick tasks (window 4) go to as few as keep
+# up, 16 windows' worth open (maro-scatter(1)), each peer a run of tasks:
+# 16 of them answer nearly all, not 50 tasks each of the 40 in turn.  With
+# window 1, tasks of 5 ms need 50 open for 10,000 a second, and tasks of
+# 50 ms are work: both go to all 40.
+@test "scatter over 40 workers: quick tasks go to 16 of them, tasks of 5 and 50 ms to all 40" {
+	local i kind
+	for i in $(seq 40); do
+		bg 120 maro-dist -n "q.$i" --raw --co '*:x:1' \
+		    'while read -r l; do case $l in m*) sleep 0.005;; s*) sleep 0.05;; esac; echo "$l"; done'
+	done
+	run -0 maro-peers -e q=40 -W 60s -q
+	seq -f 'q%g' 2000 > tasks
+	run -0 --separate-stderr sh -c 'maro-scatter -P q. -t x --window 4 -W 60s -f json < tasks > out'
+	[ "$(wc -l < out)" -eq 2000 ]
+	[ "$(jq -r .payload out | sort -u | wc -l)" -eq 2000 ]
+	# the 16 busiest answered 90% at least
+	run -0 sh -c 'jq -r .source out | sort | uniq -c | sort -rn | head -16 | awk "{ n += \$1 } END { print n }"'
+	[ "$output" -ge 1800 ] || { jq -r .source out | sort | uniq -c; false; }
+	for kind in m s; do
+		seq -f "$kind%g" 200 > tasks
+		run -0 --separate-stderr sh -c 'maro-scatter -P q. -t x -W 60s -f json < tasks > out'
+		[ "$(wc -l < out)" -eq 200 ]
+		[ "$(jq -r .payload out | sort -u | wc -l)" -eq 200 ]
+		run -0 sh -c 'jq -r .source out | sort -u | wc -l'
+		[ "$output" -eq 40 ] || { echo "$kind:"; jq -r .source out | sort | uniq -c; false; }
+	done
+}
+
 @test "dir: a group lock held by a stopped process is named at once, without -W" {
 	[ "${MARO_TEST_BACKEND:-dir}" = dir ] || skip "dir backend only"
 	hold_lock 30

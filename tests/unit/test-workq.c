@@ -143,12 +143,26 @@ fewest(const struct maro_workq *q)
 	return least;
 }
 
+/* The most in flight among the live peers below the window (UINT_MAX: none), by looking at each. */
+static unsigned
+most_inflight(const struct maro_workq *q)
+{
+	unsigned m = UINT_MAX;
+	size_t p;
+
+	for (p = 0; p < q->npeers; p++)
+		if (q->peers[p].live && q->peers[p].inflight < q->window &&
+		    (m == UINT_MAX || q->peers[p].inflight > m))
+			m = q->peers[p].inflight;
+	return m;
+}
+
 /*
  * 300 peers, window 3, 20,000 random steps (a task sent, answered, timed
  * out; a peer that leaves, comes back, or is replaced): each pick is a
  * live peer with the fewest in flight below the window, as looking at
- * every peer finds, and none only when there is none; peers with as many
- * take turns.
+ * every peer finds (packed: the most), and none only when there is none;
+ * peers with as many take turns.  The order changes now and then.
  */
 static void
 test_workq_pick(void)
@@ -187,7 +201,7 @@ test_workq_pick(void)
 			add(&q, sid);
 			/* FALLTHROUGH */
 		case 3:	/* the queue's head, if a peer has room */
-			n = fewest(&q);
+			n = q.order == MARO_WORKQ_PACKED ? most_inflight(&q) : fewest(&q);
 			p = maro_workq_head(&q, &k) ? send_next(&q, &task) : MARO_WORKQ_NO_PEER;
 			if (maro_workq_head(&q, &k) || p != MARO_WORKQ_NO_PEER)
 				bad += p == MARO_WORKQ_NO_PEER ? n != UINT_MAX : q.peers[p].inflight != n + 1;
@@ -207,7 +221,9 @@ test_workq_pick(void)
 			p = (r >> 3) % q.npeers;
 			/* r is 16 bits: its bit 16, which chose a replacement, was always 0 */
 			seed = seed * 1103515245 + 12345;
-			if ((seed >> 16) % 4 == 0)
+			if ((seed >> 16) % 8 == 7)	/* the scatter's order changes */
+				maro_workq_order(&q, (int)(seed >> 19) % 3);
+			else if ((seed >> 16) % 4 == 0)
 				listing(&q, q.npeers, most, seed >> 18);
 			else if ((seed >> 16) % 4 == 1)
 				maro_workq_peer_replaced(&q, p, &n);
@@ -221,6 +237,85 @@ test_workq_pick(void)
 	}
 	CHECK(bad == 0 && heap_wrong == 0);
 	maro_workq_free(&q);
+}
+
+/* Where n tasks go over four peers (window 3) in that order: how many each took, "2211". */
+static void
+spread(int order, unsigned n, char out[5])
+{
+	struct maro_workq q = { 0 };
+	struct seen w = { 0 };
+	size_t p, task;
+	char sid[32];
+	unsigned i;
+
+	q.window = 3;
+	q.put = put;
+	q.arg = &w;
+	for (p = 0; p < 4; p++) {
+		snprintf(sid, sizeof sid, "w.%zu", p);
+		maro_workq_peer_seen(&q, sid);
+	}
+	maro_workq_order(&q, order);
+	for (i = 0; i < n; i++) {
+		snprintf(sid, sizeof sid, "t%u", i);
+		add(&q, sid);
+		send_next(&q, &task);
+	}
+	for (p = 0; p < 4; p++)
+		out[p] = (char)('0' + q.peers[p].inflight);
+	out[4] = '\0';
+	maro_workq_free(&q);
+}
+
+/*
+ * The orders of the pick: six tasks over four peers with a window of 3
+ * are spread (2, 2, 1, 1: taking turns from the first peer, or from the
+ * one that moved last) or packed (two windows full, from the last peer
+ * to join); a peer that
+ * answered gets the next task first (LAST), or after those that waited
+ * longer (TURNS); an order that changes with tasks in flight keeps every
+ * open peer in the heap.
+ */
+static void
+test_workq_order(void)
+{
+	struct maro_workq q = { 0 };
+	struct seen w = { 0 };
+	size_t p, task;
+	char got[5], sid[32];
+	int order;
+
+	spread(MARO_WORKQ_TURNS, 6, got);
+	CHECK(strcmp(got, "2211") == 0);
+	spread(MARO_WORKQ_LAST, 6, got);
+	CHECK(strcmp(got, "2211") == 0);
+	spread(MARO_WORKQ_PACKED, 6, got);
+	CHECK(strcmp(got, "0033") == 0);
+	spread(MARO_WORKQ_PACKED, 7, got);
+	CHECK(strcmp(got, "0133") == 0);
+	for (order = MARO_WORKQ_TURNS; order <= MARO_WORKQ_LAST; order++) {
+		q.window = 2;
+		q.put = put;
+		q.arg = &w;
+		for (p = 0; p < 4; p++) {
+			snprintf(sid, sizeof sid, "w.%zu", p);
+			maro_workq_peer_seen(&q, sid);
+		}
+		maro_workq_order(&q, order);
+		add(&q, "a");
+		add(&q, "b");
+		add(&q, "c");
+		p = send_next(&q, &task);
+		send_next(&q, &task);
+		answer(&q, "a", "A");
+		/* TURNS: the third peer, idle since it joined; LAST: the first, which just answered */
+		CHECK(send_next(&q, &task) == (order == MARO_WORKQ_TURNS ? 2 : p));
+		maro_workq_order(&q, MARO_WORKQ_PACKED);
+		CHECK(heap_ok(&q) && q.nopen == 4);
+		maro_workq_free(&q);
+		memset(&w, 0, sizeof w);
+	}
 }
 
 /*
@@ -423,5 +518,6 @@ test_workq(void)
 	CHECK(maro_workq_peer_replaced(&q, 0, &n) == 0 && n == 0 && q.nfailed == 1);
 	maro_workq_free(&q);
 	test_workq_pick();
+	test_workq_order();
 	test_workq_rejoin();
 }
