@@ -10,6 +10,7 @@
 #include "reply.h"
 #include "scatter.h"
 #include "stats.h"
+#include "strset.h"
 #include "trace.h"
 
 #define NO_PEER MARO_WORKQ_NO_PEER
@@ -137,12 +138,15 @@ maro_scatter_add(struct maro_scatter *sc, const uint8_t *p, size_t n, struct mar
 static size_t
 open_max(const struct maro_scatter *sc)
 {
-	size_t cap = (size_t)HOT_WINDOWS * sc->q.window;
+	size_t cap = (size_t)HOT_WINDOWS * sc->q.window, hosts = sc->nhosts ? sc->nhosts : 1;
 	/* tasks of 1 ms, one at a time: 10 open, 10 peers busy, 10,000 a second */
 	double need = (double)RATE_MIN * sc->q.window * (double)sc->turn_us / 1e6;
 
 	if (need > (double)cap && need < 1e12)
 		cap = (size_t)need;
+	/* per host: what the cap saves is the wake-ups of one host's processes */
+	if (hosts > 1)
+		cap = cap < (SIZE_MAX >> 22) / hosts ? cap * hosts : SIZE_MAX >> 21;
 	if (!sc->capped || sc->turn_us >= SLOW_US || sc->lifted >= 20 || cap >= SIZE_MAX >> 21 ||
 	    (cap << sc->lifted) / sc->q.window >= sc->q.npeers)
 		return SIZE_MAX;
@@ -220,6 +224,7 @@ maro_scatter_take(struct maro_scatter *sc, struct maro_reader *r, size_t max)
 static int
 refresh(struct maro_scatter *sc)
 {
+	struct maro_strset hosts = { 0 };
 	struct maro_entry *v;
 	ssize_t k, i;
 	size_t p;
@@ -233,7 +238,7 @@ refresh(struct maro_scatter *sc)
 	for (i = 0; i < k; i++) {
 		int joined = maro_workq_peer_seen(&sc->q, v[i].name);
 
-		if (joined < 0)
+		if (joined < 0 || maro_strset_add(&hosts, v[i].host, strlen(v[i].host)) < 0)
 			goto out;
 		if (joined)
 			maro_trace("peer '%s' joined", v[i].name);
@@ -251,8 +256,10 @@ refresh(struct maro_scatter *sc)
 		if (n && sc->left)
 			sc->left(sc->q.arg, sc->q.peers[p].name, n);
 	}
+	sc->nhosts = hosts.used;
 	rc = 0;
 out:
+	maro_strset_free(&hosts);
 	free(v);
 	return rc;
 }

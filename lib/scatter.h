@@ -59,6 +59,7 @@ struct maro_scatter {
 	unsigned lifted;	/* the cap doubled this many times (maro_scatter_round) */
 	int64_t turn_us;	/* a task's turn at its peer, on average (maro_scatter_round) */
 	int64_t quiet_since;	/* the last reply that counted a turn, or the last doubling */
+	size_t nhosts;		/* the hosts the peers run on, at the last look (the cap is per host) */
 	int nomem;		/* a peer's new holder was not dealt with for want of memory */
 };
 
@@ -150,7 +151,9 @@ int64_t maro_scatter_wake(const struct maro_scatter *sc, int64_t wake);
  * How the work is spread (with a prefix, not async, over more than 16
  * peers): the tasks open (read ahead and not finished) are capped at 16
  * windows, or what keeps RATE_MIN (10,000) tasks a second going at the
- * turn a task takes (below), whichever is more, so that the work goes to
+ * turn a task takes (below), whichever is more, times the hosts the peers
+ * run on (their entries' host: each host's processes are woken, and its
+ * cores kept busy, apart from the others'), so that the work goes to
  * as few peers as keep up with it and the others stay idle (a thousand
  * workers on one host, each woken for one task, cost ten times what a few
  * woken for many do).  A peer that answered gets work again first

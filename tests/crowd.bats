@@ -95,6 +95,39 @@ timed() {
 	done
 }
 
+# The cap is per host (the entries' host field): 20 workers on each of two
+# hosts (UTS namespaces of their own, named ha and hb) take 16 windows'
+# worth of quick tasks each, about 32 workers busy, not 16 of the 40.
+@test "scatter over 40 workers on two hosts: quick tasks go to 16 on each" {
+	[ "$(id -u)" -eq 0 ] || skip "a host name of its own needs root (unshare --uts)"
+	command -v unshare > /dev/null || skip "unshare(1) is not installed"
+	local i host
+	for i in $(seq 40); do
+		host=ha
+		[ "$i" -le 20 ] || host=hb
+		bg 120 unshare --uts sh -c 'hostname "$0" && exec "$@"' "$host" \
+		    maro-dist -n "q.$i" --raw --co '*:x:1' 'cat'
+	done
+	run -0 maro-peers -e q=40 -W 60s -q
+	run -0 sh -c 'maro-peers -f json | jq -r .host | sort | uniq -c | tr -s " "'
+	[ "$output" = "$(printf ' 20 ha\n 20 hb')" ]
+	seq -f 'q%g' 2000 > tasks
+	run -0 --separate-stderr sh -c 'maro-scatter -P q. -t x --window 4 -W 60s -f json < tasks > out'
+	[ "$(wc -l < out)" -eq 2000 ]
+	[ "$(jq -r .payload out | sort -u | wc -l)" -eq 2000 ]
+	jq -r .source out | sort | uniq -c | sort -rn > spread
+	# the 16 busiest answered at most 75% (one host's cap alone: 90% and more)
+	run -0 awk 'NR <= 16 { n += $1 } END { print n }' spread
+	echo "# the 16 busiest: $output of 2000" >&3
+	[ "$output" -le 1500 ] || { cat spread; false; }
+	# and both hosts had a share of their own
+	for host in ha hb; do
+		run -0 sh -c "maro-peers -f json | jq -r 'select(.host == \"$host\") | .name' | sort > $host.names"
+		run -0 sh -c "awk '{ print \$2 }' spread | sort | comm -12 - $host.names | wc -l"
+		[ "$output" -ge 8 ] || { cat spread; false; }
+	done
+}
+
 @test "dir: a group lock held by a stopped process is named at once, without -W" {
 	[ "${MARO_TEST_BACKEND:-dir}" = dir ] || skip "dir backend only"
 	hold_lock 30
