@@ -269,6 +269,9 @@ main(int argc, char **argv)
 	 */
 	if (sc->rq.inbox)
 		maro_inbox_no_filter(sc->rq.inbox);
+	/* its senders are workers: they want its acks only to free their replies */
+	if (sc->rq.inbox)
+		maro_inbox_hold_acks(sc->rq.inbox, MARO_REPLY_ACK_DELAY_US);
 	sc->q.put = put;
 	sc->q.given_up = given_up;
 	sc->q.written = s.log_path ? written : NULL;

@@ -32,6 +32,7 @@ struct peer {
 	uint32_t last_count;
 	size_t last_at;		/* offset of that range in acks */
 	int prompt;		/* its last frame asked for acknowledgements at once */
+	uint32_t waiting;	/* messages its acks in hand acknowledge */
 };
 
 struct maro_inbox {
@@ -46,10 +47,14 @@ struct maro_inbox {
 	struct peer *peers;
 	size_t npeers;
 	size_t npending;	/* peers with acks queued */
-	/* held acknowledgements (maro_inbox_flush_due): since when, how many, one asked for at once */
+	/*
+	 * held acknowledgements (maro_inbox_flush_due): since when, a sender
+	 * with MARO_ACK_BATCH waiting, one asked for at once; held how long
+	 */
 	int64_t ack_since;
-	size_t ack_count;
+	int ack_full;
 	int ack_prompt;
+	int64_t ack_hold_us;
 	/* duplicate filter: keep ids in order[] (oldest at order_at), their slots in slots[mask + 1] */
 	uint64_t *slots;
 	uint64_t *order;
@@ -171,6 +176,7 @@ maro_inbox_open(struct maro_ctx *c, const char *name, const char *type, int take
 	if (!ib)
 		return NULL;
 	ib->c = c;
+	ib->ack_hold_us = MARO_ACK_DELAY_US;
 	snprintf(ib->name, sizeof ib->name, "%s", name);
 	/* zeroed pages, touched only as the table grows into them */
 	ib->slots = calloc(DEDUP_KEEP * 2, sizeof *ib->slots);
@@ -241,10 +247,10 @@ maro_inbox_discard(struct maro_inbox *ib)
 	size_t i;
 
 	for (i = 0; i < ib->npeers; i++)
-		ib->peers[i].acks.len = 0;
+		ib->peers[i].acks.len = ib->peers[i].waiting = 0;
 	ib->npending = 0;
 	ib->ack_since = 0;
-	ib->ack_count = 0;
+	ib->ack_full = 0;
 	ib->ack_prompt = 0;
 }
 
@@ -351,9 +357,11 @@ queue_ack(struct maro_inbox *ib, uint32_t peer, uint64_t seq)
 	struct peer *p = &ib->peers[peer];
 	uint8_t item[MARO_ACK_ITEM];
 
-	if (!ib->ack_count++)
+	if (!ib->npending)
 		ib->ack_since = maro_now_us();
 	ib->ack_prompt |= p->prompt;
+	if (++p->waiting >= MARO_ACK_BATCH)
+		ib->ack_full = 1;
 	if (p->acks.len && p->last_first + p->last_count == seq) {
 		put_u32(p->acks.p + p->last_at + 8, ++p->last_count);
 		return 0;
@@ -394,6 +402,7 @@ maro_inbox_flush(struct maro_inbox *ib)
 			/* a peer that went away cannot take its acks: it resends elsewhere */
 		}
 		p->acks.len = 0;
+		p->waiting = 0;
 		ib->npending--;
 	}
 	if (ib->npending) {
@@ -401,7 +410,7 @@ maro_inbox_flush(struct maro_inbox *ib)
 		ib->ack_since = maro_now_us();
 	} else {
 		ib->ack_since = 0;
-		ib->ack_count = 0;
+		ib->ack_full = 0;
 		ib->ack_prompt = 0;
 	}
 	return rc;
@@ -412,8 +421,7 @@ maro_inbox_flush_due(struct maro_inbox *ib)
 {
 	if (!ib->npending)
 		return 0;
-	if (ib->ack_prompt || ib->ack_count >= MARO_ACK_BATCH ||
-	    maro_now_us() - ib->ack_since >= MARO_ACK_DELAY_US)
+	if (ib->ack_prompt || ib->ack_full || maro_now_us() - ib->ack_since >= ib->ack_hold_us)
 		return maro_inbox_flush(ib);
 	return 0;
 }
@@ -421,7 +429,13 @@ maro_inbox_flush_due(struct maro_inbox *ib)
 int64_t
 maro_inbox_ack_deadline(const struct maro_inbox *ib)
 {
-	return ib->npending ? ib->ack_since + MARO_ACK_DELAY_US : INT64_MAX;
+	return ib->npending ? ib->ack_since + ib->ack_hold_us : INT64_MAX;
+}
+
+void
+maro_inbox_hold_acks(struct maro_inbox *ib, int64_t us)
+{
+	ib->ack_hold_us = us;
 }
 
 /*

@@ -67,13 +67,20 @@ uint64_t maro_inbox_id_hash(struct maro_str message_id);
 int maro_inbox_flush(struct maro_inbox *ib);
 /*
  * The same, but only once they are due: a sender asked for them at once
- * (its frame said so: it waits on them), MARO_ACK_BATCH messages wait, or
- * the oldest waited MARO_ACK_DELAY_US.  Holding them lets one frame
- * acknowledge many messages.  Poll no longer than maro_inbox_ack_deadline.
+ * (its frame said so: it waits on them), MARO_ACK_BATCH messages of one
+ * sender wait, or the oldest waited MARO_ACK_DELAY_US (or what
+ * maro_inbox_hold_acks set).  Holding them lets one frame acknowledge
+ * many messages.  Poll no longer than maro_inbox_ack_deadline.
  */
 int maro_inbox_flush_due(struct maro_inbox *ib);
 /* When held acknowledgements are due (monotonic us), or INT64_MAX. */
 int64_t maro_inbox_ack_deadline(const struct maro_inbox *ib);
+/*
+ * Holds acknowledgements up to us (instead of MARO_ACK_DELAY_US) when no
+ * sender waits on them: for a reply inbox, whose senders (workers) need
+ * them only to free what they keep.
+ */
+void maro_inbox_hold_acks(struct maro_inbox *ib, int64_t us);
 /* Forgets every queued acknowledgement (their senders resend). */
 void maro_inbox_discard(struct maro_inbox *ib);
 /*

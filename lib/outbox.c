@@ -490,6 +490,27 @@ maro_outbox_drop(struct maro_outbox *ob, const char *name)
 	return n;
 }
 
+/*
+ * Whether a message's session_id is sid.  Every reply is compared with
+ * each message in flight to its sender (a window of 64 is 64 compares), and
+ * ids are random: their first 8 bytes tell almost all apart without a call.
+ */
+static int
+same_sid(const uint8_t *p, size_t n, struct maro_str sid)
+{
+	uint64_t a, b;
+
+	if (n != sid.n)
+		return 0;
+	if (n >= sizeof a) {
+		memcpy(&a, p, sizeof a);
+		memcpy(&b, sid.p, sizeof b);
+		if (a != b)
+			return 0;
+	}
+	return !memcmp(p, sid.p, n);
+}
+
 size_t
 maro_outbox_settle(struct maro_outbox *ob, const char *name, struct maro_str session_id)
 {
@@ -515,8 +536,7 @@ maro_outbox_settle(struct maro_outbox *ob, const char *name, struct maro_str ses
 				e->sid_known = 2;
 			}
 		}
-		if (e->sid_known != 2 || e->sid_n != session_id.n ||
-		    memcmp(e->p + e->sid_off, session_id.p, session_id.n))
+		if (e->sid_known != 2 || !same_sid(e->p + e->sid_off, e->sid_n, session_id))
 			continue;
 		if (ob->ack)
 			ob->ack(ob->fail_arg, d->name, e->p, e->n);

@@ -37,7 +37,14 @@
  */
 #define MARO_FRAME_PROMPT 0x01
 #define MARO_ACK_DELAY_US 2000
-/* ...or until this many messages wait for their acknowledgement */
+/*
+ * ...for this long in a requester's reply inbox (maro-scatter's): its
+ * senders are workers, which want the acknowledgements of their replies
+ * only to free them, and with many workers each would otherwise get one
+ * ACK frame for each frame of replies
+ */
+#define MARO_REPLY_ACK_DELAY_US 20000
+/* ...or until this many messages of one sender wait for their acknowledgement */
 #define MARO_ACK_BATCH 256
 #define MARO_DATA_ITEM_HEADER 12
 #define MARO_ACK_ITEM 12

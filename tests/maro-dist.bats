@@ -145,6 +145,38 @@ start_collector() {
 	[ "$output" -lt $((held / 2)) ]
 }
 
+# reply_endpoint PREFIX: the endpoint of the reply inbox ~PREFIX.* (never listed by maro-peers)
+reply_endpoint() {
+	local key
+	if [ "${MARO_TEST_BACKEND:-dir}" = redis ]; then
+		key=$(redis-cli -p "$(redis_port)" --scan --pattern "maro:$MARO_GROUP:m:~$1.*" | head -n 1)
+		[ -n "$key" ] && redis-cli -p "$(redis_port)" HGET "$key" endpoint
+	else
+		sed -n 's/^endpoint=//p' "${MARO_REGISTRY#dir:}/$MARO_GROUP/~$1."*.entry 2> /dev/null | head -n 1
+	fi
+}
+has_reply_inbox() { [ -n "$(reply_endpoint "$1")" ]; }
+
+@test "a scatter's reply inbox holds its acknowledgements up to 20 ms, and sends them at once to a sender whose frame asks (maro(7))" {
+	[ "${MARO_TEST_BACKEND:-dir}" != sentinel ] || skip "the reply inbox's entry is read from a dir: or a plain Redis registry"
+	bg 60 maro-dist -n sink.1 --raw --co '*:echo:1' 'cat > /dev/null'
+	run maro-peers -e sink=1 -W 10s -q
+	assert_success
+	# a task its worker never answers: the scatter and its reply inbox stay
+	bg 60 sh -c 'echo 1 | exec maro-scatter -n boss -P sink -t echo -W 30s -f payload'
+	wait_until 10 has_reply_inbox boss
+	ep=$(reply_endpoint boss)
+	# 10 messages one at a time, each waiting for its ack: each waits its 20 ms (2 ms before)
+	run timeout 20 "$MARO_BIN/../tests/unit-tests" acks "$ep" 10 0
+	assert_success
+	held=$output
+	[ "$held" -ge 180000 ]
+	# the same with the header's prompt flag: no wait for the delay
+	run timeout 20 "$MARO_BIN/../tests/unit-tests" acks "$ep" 10 1
+	assert_success
+	[ "$output" -lt $((held / 2)) ]
+}
+
 @test "an answered task is settled by its reply: no acknowledgement, no resend, every task answered once" {
 	echo_worker
 	# the worker sends no ack for these: were the reply not to settle a task,

@@ -7,7 +7,10 @@
  *
  *   raw-zmq stream ENDPOINT COUNT SIZE   PUSH COUNT messages of SIZE bytes to
  *                                        a PULL process; print msgs/s
- *   raw-zmq rr ENDPOINT COUNT SIZE       COUNT REQ/REP round trips; print trips/s
+ *   raw-zmq rr ENDPOINT COUNT SIZE [cat] COUNT REQ/REP round trips; print trips/s.
+ *                                        With "cat", the REP process passes
+ *                                        each request through a cat(1) child
+ *                                        and back, as maro-dist --co does
  *   raw-zmq peers ENDPOINT N FILE [cat]  N echoing ROUTER processes; write their
  *                                        endpoints to FILE, then print "ready"
  *                                        and run until killed.  With "cat",
@@ -152,8 +155,49 @@ stream(const char *ep, long count, size_t size)
 	return !WIFEXITED(st) || WEXITSTATUS(st) != 0;
 }
 
+/* A cat(1) child: its input to *in, its output from *out. */
+static pid_t
+cat_child(int *in, int *out)
+{
+	int a[2], b[2];
+	pid_t pid;
+
+	if (pipe(a) < 0 || pipe(b) < 0 || (pid = fork()) < 0)
+		exit(1);
+	if (pid == 0) {
+		dup2(a[0], 0);
+		dup2(b[1], 1);
+		close(a[0]); close(a[1]); close(b[0]); close(b[1]);
+		execlp("cat", "cat", (char *)NULL);
+		_exit(127);
+	}
+	close(a[0]);
+	close(b[1]);
+	*in = a[1];
+	*out = b[0];
+	return pid;
+}
+
+/* The message m through cat and back: the same bytes, once cat gave them all. */
+static void
+through_cat(zmq_msg_t *m, int in, int out)
+{
+	size_t n = zmq_msg_size(m), got = 0;
+	char *p = zmq_msg_data(m);
+
+	if (write(in, p, n) != (ssize_t)n)
+		die("to cat");
+	while (got < n) {
+		ssize_t r = read(out, p + got, n - got);
+
+		if (r <= 0)
+			die("from cat");
+		got += (size_t)r;
+	}
+}
+
 static int
-rr(const char *ep, long count, size_t size)
+rr(const char *ep, long count, size_t size, int cat)
 {
 	int p[2], st;
 	char addr[EP_MAX], *buf = calloc(1, size + 1);
@@ -168,18 +212,31 @@ rr(const char *ep, long count, size_t size)
 		return 1;
 	if (pid == 0) {
 		zmq_msg_t m;
+		int in = -1, out = -1;
+		pid_t cpid = 0;
 
 		close(p[0]);
+		/* fork before any context: a context does not survive fork */
+		if (cat)
+			cpid = cat_child(&in, &out);
 		ctx = zmq_ctx_new();
 		s = zmq_socket(ctx, ZMQ_REP);
 		bind_tell(s, ep, p[1]);
 		for (i = 0; i < count; i++) {
 			zmq_msg_init(&m);
-			if (zmq_msg_recv(&m, s, 0) < 0 || zmq_msg_send(&m, s, 0) < 0)
+			if (zmq_msg_recv(&m, s, 0) < 0)
+				die("recv");
+			if (cat)
+				through_cat(&m, in, out);
+			if (zmq_msg_send(&m, s, 0) < 0)
 				die("echo");
 		}
 		zmq_close(s);
 		zmq_ctx_term(ctx);
+		if (cat) {
+			close(in);
+			waitpid(cpid, &st, 0);
+		}
 		_exit(0);
 	}
 	close(p[1]);
@@ -573,8 +630,8 @@ main(int argc, char **argv)
 
 	if (!strcmp(mode, "stream") && argc == 5)
 		return stream(argv[2], atol(argv[3]), (size_t)atol(argv[4]));
-	if (!strcmp(mode, "rr") && argc == 5)
-		return rr(argv[2], atol(argv[3]), (size_t)atol(argv[4]));
+	if (!strcmp(mode, "rr") && (argc == 5 || (argc == 6 && !strcmp(argv[5], "cat"))))
+		return rr(argv[2], atol(argv[3]), (size_t)atol(argv[4]), argc == 6);
 	if (!strcmp(mode, "peers") && (argc == 5 || (argc == 6 && !strcmp(argv[5], "cat"))))
 		return peers(argv[2], atol(argv[3]), argv[4], argc == 6);
 	if (!strcmp(mode, "deal") && argc == 5)
@@ -585,7 +642,7 @@ main(int argc, char **argv)
 		return repeat(argv[2], atol(argv[3]));
 	if (!strcmp(mode, "ids") && argc == 4 && (!strcmp(argv[3], "crafted") || !strcmp(argv[3], "honest")))
 		return ids(atol(argv[2]), !strcmp(argv[3], "crafted"));
-	fprintf(stderr, "usage: raw-zmq stream|rr ENDPOINT COUNT SIZE | peers ENDPOINT N FILE [cat] |\n"
+	fprintf(stderr, "usage: raw-zmq stream ENDPOINT COUNT SIZE | rr ENDPOINT COUNT SIZE [cat] | peers ENDPOINT N FILE [cat] |\n"
 	    "       round FILE SIZE | deal FILE COUNT WINDOW | repeat FILE COUNT | ids COUNT crafted|honest\n");
 	return 2;
 }

@@ -146,6 +146,7 @@ main(int argc, char **argv)
 	test_strset();
 	test_hash();
 	test_transport();
+	test_inbox();
 	test_child();
 	test_view();
 	test_jobs();

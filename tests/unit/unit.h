@@ -23,6 +23,7 @@ void test_strset(void);
 void test_hash(void);
 int hash_child(void);
 void test_transport(void);
+void test_inbox(void);
 void test_child(void);
 void test_view(void);
 void test_jobs(void);

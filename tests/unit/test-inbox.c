@@ -1,0 +1,178 @@
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <zmq.h>
+
+#include "cli.h"
+#include "inbox.h"
+#include "unit.h"
+
+/*
+ * An inbox's held acknowledgements (maro(7), DELIVERY): due when one
+ * sender has MARO_ACK_BATCH messages waiting for them, not when all its
+ * senders together have; real sockets, two senders speaking the wire
+ * protocol by hand.
+ */
+
+static void
+put_be(uint8_t *p, uint64_t v, int bytes)
+{
+	for (int i = bytes - 1; i >= 0; i--, v >>= 8)
+		p[i] = (uint8_t)v;
+}
+
+/* One DATA frame (flags 0) of count notifications, sequence numbers from first. */
+static int
+send_frame(void *s, uint64_t first, int count)
+{
+	struct maro_buf f = { 0 };
+	uint8_t hdr[MARO_FRAME_HEADER] = { 'm', 1, MARO_FRAME_DATA, 0 };
+	int rc = -1;
+
+	if (maro_buf_append(&f, hdr, sizeof hdr) < 0)
+		return -1;
+	for (int i = 0; i < count; i++) {
+		struct maro_msg m;
+		struct maro_buf enc = { 0 };
+		char ids[2][MARO_UUID_LEN + 1];
+		uint8_t item[MARO_DATA_ITEM_HEADER];
+
+		memset(&m, 0, sizeof m);
+		m.tag = maro_str_c("echo");
+		m.type = MARO_SESSION_NOTIFICATION;
+		m.payload.p = (const uint8_t *)"\x61x";
+		m.payload.n = 2;
+		maro_msg_fill(&m, "unit", ids);
+		if (maro_msg_encode(&m, &enc) < 0)
+			goto out;
+		put_be(item, first + (uint64_t)i, 8);
+		put_be(item + 8, enc.len, 4);
+		if (maro_buf_append(&f, item, sizeof item) < 0 || maro_buf_append(&f, enc.p, enc.len) < 0) {
+			maro_buf_free(&enc);
+			goto out;
+		}
+		maro_buf_free(&enc);
+	}
+	rc = zmq_send(s, f.p, f.len, 0) == (int)f.len ? 0 : -1;
+out:
+	maro_buf_free(&f);
+	return rc;
+}
+
+/* Hands on every message waiting (up to 2 s for want): how many. */
+static int
+take_all(struct maro_ctx *c, struct maro_inbox *ib, int want)
+{
+	struct maro_delivery d;
+	int64_t until = maro_now_us() + 2000000;
+	int got = 0;
+
+	while (got < want && maro_now_us() < until) {
+		zmq_pollitem_t it = { maro_inbox_pollable(ib), 0, ZMQ_POLLIN, 0 };
+
+		while (maro_inbox_next(ib, &d) == 1) {
+			maro_inbox_done(ib, &d);
+			got++;
+		}
+		if (got < want)
+			maro_poll(c, &it, 1, 10);
+	}
+	return got;
+}
+
+/* The messages an ACK frame to s acknowledges within ms: 0 when none came. */
+static long
+acked(void *s, int ms)
+{
+	zmq_pollitem_t it = { s, 0, ZMQ_POLLIN, 0 };
+	uint8_t buf[4096];
+	long n = 0;
+	int k;
+
+	if (zmq_poll(&it, 1, ms) <= 0)
+		return 0;
+	while ((k = zmq_recv(s, buf, sizeof buf, ZMQ_DONTWAIT)) >= MARO_FRAME_HEADER) {
+		if (buf[2] != MARO_FRAME_ACK)
+			continue;
+		for (int off = MARO_FRAME_HEADER; off + MARO_ACK_ITEM <= k; off += MARO_ACK_ITEM)
+			n += (long)buf[off + 8] << 24 | (long)buf[off + 9] << 16 | (long)buf[off + 10] << 8 | buf[off + 11];
+	}
+	return n;
+}
+
+static void
+test_held(struct maro_ctx *c)
+{
+	char err[512];
+	struct maro_entry e;
+	struct maro_inbox *ib = maro_inbox_open(c, "acks.1", NULL, 0, NULL, err, sizeof err);
+	void *zctx = zmq_ctx_new(), *a, *b;
+	int linger = 0, timeout = 2000;
+
+	CHECK(ib != NULL);
+	if (!ib) {
+		fprintf(stderr, "inbox: %s\n", err);
+		return;
+	}
+	/* no timer: only a full sender or a prompt makes them due */
+	maro_inbox_hold_acks(ib, 60000000);
+	CHECK(maro_registry_lookup(c->reg, "acks.1", &e) == 1);
+	a = zmq_socket(zctx, ZMQ_DEALER);
+	b = zmq_socket(zctx, ZMQ_DEALER);
+	zmq_setsockopt(a, ZMQ_LINGER, &linger, sizeof linger);
+	zmq_setsockopt(b, ZMQ_LINGER, &linger, sizeof linger);
+	zmq_setsockopt(a, ZMQ_SNDTIMEO, &timeout, sizeof timeout);
+	zmq_setsockopt(b, ZMQ_SNDTIMEO, &timeout, sizeof timeout);
+	CHECK(zmq_connect(a, e.endpoint) == 0);
+	CHECK(zmq_connect(b, e.endpoint) == 0);
+	/* 300 messages wait, 200 of one sender and 100 of the other: not due */
+	CHECK(send_frame(a, 1, 200) == 0);
+	CHECK(send_frame(b, 1, 100) == 0);
+	CHECK(take_all(c, ib, 300) == 300);
+	CHECK(maro_inbox_flush_due(ib) == 0);
+	CHECK(acked(a, 100) == 0);
+	CHECK(acked(b, 0) == 0);
+	CHECK(maro_inbox_ack_deadline(ib) > maro_now_us() + 50000000);
+	/* 56 more of the first: it has MARO_ACK_BATCH waiting, and all go */
+	CHECK(send_frame(a, 201, MARO_ACK_BATCH - 200) == 0);
+	CHECK(take_all(c, ib, MARO_ACK_BATCH - 200) == MARO_ACK_BATCH - 200);
+	CHECK(maro_inbox_flush_due(ib) == 0);
+	CHECK(acked(a, 2000) == MARO_ACK_BATCH);
+	CHECK(acked(b, 2000) == 100);
+	CHECK(maro_inbox_ack_deadline(ib) == INT64_MAX);
+	zmq_close(a);
+	zmq_close(b);
+	zmq_ctx_term(zctx);
+	maro_inbox_close(ib);
+}
+
+void
+test_inbox(void)
+{
+	char dir[] = "/tmp/maro-unit.XXXXXX", url[600], cmd[700];
+	struct maro_ctx_opts o = { 0 };
+	struct maro_ctx *c;
+	char err[512];
+
+	if (!mkdtemp(dir)) {
+		CHECK(!"mkdtemp");
+		return;
+	}
+	snprintf(url, sizeof url, "dir:%s", dir);
+	o.registry_url = url;
+	o.group = "unit";
+	o.transport = "tcp";
+	o.keyfile = "";
+	c = maro_ctx_open(&o, err, sizeof err);
+	CHECK(c != NULL);
+	if (c) {
+		test_held(c);
+		maro_ctx_close(c);
+	} else {
+		fprintf(stderr, "inbox: %s\n", err);
+	}
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "cannot remove '%s'\n", dir);
+}
