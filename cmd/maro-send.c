@@ -207,7 +207,7 @@ main(int argc, char **argv)
 	char errbuf[512], input_error[300] = "";
 	int64_t deadline, next_hb, now;
 	ssize_t k;
-	int status = MARO_EXIT_OK, input_done = 0, input_status = 0;
+	int status = MARO_EXIT_OK, input_done = 0, input_status = 0, lingers;
 
 	maro_cli_init(argv[0]);
 	maro_common_init(&cm);
@@ -381,8 +381,13 @@ out:
 	/* what went to a connection gets a last moment to leave it, within -W */
 	if (s.no_wait && s.t.ob)
 		maro_outbox_linger(s.t.ob, (int)(maro_budget_us(1000000, 0) / 1000));
+	/*
+	 * a reply inbox lingers: its last acknowledgements, which tell the
+	 * repliers their replies arrived, leave as the context terminates
+	 */
+	lingers = s.t.rq.inbox || (s.no_wait && s.t.ob);
 	maro_requester_close(&s.t.rq);
-	if (MARO_CAN_ABANDON && !(s.no_wait && s.t.ob))
+	if (MARO_CAN_ABANDON && !lingers)
 		maro_cli_leave(s.t.c, status);	/* nothing lingers: the sockets are the exit's (transport.h) */
 	maro_outbox_free(s.t.ob);
 	maro_ctx_close(s.t.c);

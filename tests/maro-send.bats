@@ -110,7 +110,9 @@ teardown() { default_teardown; }
 	[ "$(cat got)" = hello ]
 	grep -q 'exit_group(0)' exit.trace
 	run ! grep -q ' exit(' exit.trace
-	# a task: its reply comes back, and the socket file of its reply inbox goes
+	# a task: its reply comes back, and the socket file of its reply inbox
+	# goes (its context is terminated: the inbox lingers for its last
+	# acknowledgements, which examples.bats's maro-msg(1) replier needs)
 	bg 30 maro-dist -n w --raw --co '*:echo:1' cat
 	wait_until 10 is_live w
 	ls "$BATS_TEST_TMPDIR/r/$MARO_GROUP"/s.* > before
