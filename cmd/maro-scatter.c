@@ -263,15 +263,6 @@ main(int argc, char **argv)
 		goto out;
 	if (!sc->async && maro_requester_open(&sc->rq, sc->c, cm.name, errbuf, sizeof errbuf) < 0)
 		maro_die(MARO_EXIT_UNAVAILABLE, "cannot open a reply inbox: %s", errbuf);
-	/*
-	 * A task takes its first reply and no other, so a resent reply needs
-	 * no message-id filter: 3 MB less for long runs.
-	 */
-	if (sc->rq.inbox)
-		maro_inbox_no_filter(sc->rq.inbox);
-	/* its senders are workers: they want its acks only to free their replies */
-	if (sc->rq.inbox)
-		maro_inbox_hold_acks(sc->rq.inbox, MARO_REPLY_ACK_DELAY_US);
 	sc->q.put = put;
 	sc->q.given_up = given_up;
 	sc->q.written = s.log_path ? written : NULL;

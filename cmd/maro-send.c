@@ -381,11 +381,7 @@ out:
 	/* what went to a connection gets a last moment to leave it, within -W */
 	if (s.no_wait && s.t.ob)
 		maro_outbox_linger(s.t.ob, (int)(maro_budget_us(1000000, 0) / 1000));
-	/*
-	 * a reply inbox lingers: its last acknowledgements, which tell the
-	 * repliers their replies arrived, leave as the context terminates
-	 */
-	lingers = s.t.rq.inbox || (s.no_wait && s.t.ob);
+	lingers = s.t.rq.inbox || (s.no_wait && s.t.ob);	/* a reply inbox: its last acks */
 	maro_requester_close(&s.t.rq);
 	if (MARO_CAN_ABANDON && !lingers)
 		maro_cli_leave(s.t.c, status);	/* nothing lingers: the sockets are the exit's (transport.h) */

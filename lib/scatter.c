@@ -72,6 +72,15 @@ int
 maro_scatter_start(struct maro_scatter *sc, const char *name)
 {
 	sc->in.reply_to = sc->async ? name : sc->rq.name;
+	/*
+	 * A task takes its first reply and no other, so a resent reply needs
+	 * no message-id filter (3 MB less for long runs); its senders are
+	 * workers, who want its acks only to free their replies.
+	 */
+	if (sc->rq.inbox) {
+		maro_inbox_no_filter(sc->rq.inbox);
+		maro_inbox_hold_acks(sc->rq.inbox, MARO_REPLY_ACK_DELAY_US);
+	}
 	sc->ob = maro_outbox_new(sc->c, NULL, on_ack, sc);
 	if (!sc->ob) {
 		errno = ENOMEM;

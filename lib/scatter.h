@@ -65,8 +65,9 @@ struct maro_scatter {
 
 /*
  * Opens the outbox (sc->ob) and sets the replies' address of the tasks
- * (the requester's inbox, or with async the member's name, given).  0, or
- * -1 with ENOMEM.
+ * (the requester's inbox, or with async the member's name, given); the
+ * requester's inbox, opened by the caller, keeps no message-id filter and
+ * holds its acks MARO_REPLY_ACK_DELAY_US.  0, or -1 with ENOMEM.
  */
 int maro_scatter_start(struct maro_scatter *sc, const char *name);
 /* Closes the outbox and the requester, frees the tasks. */

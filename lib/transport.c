@@ -245,16 +245,18 @@ fail:
 	return NULL;
 }
 
-void
-maro_ctx_close(struct maro_ctx *c)
+/* maro_ctx_close, or with term 0 maro_ctx_abandon (transport.h) */
+static void
+ctx_release(struct maro_ctx *c, int term)
 {
 	if (!c)
 		return;
 	if (c->reg)
 		maro_registry_close(c->reg);
-	if (c->zmq)
+	if (term && c->zmq)
 		zmq_ctx_term(c->zmq);
-	maro_zap_join(c->zap);
+	if (term)
+		maro_zap_join(c->zap);
 	ipc_cleanup(c);
 	if (c->key) {
 		maro_curve_wipe(c->key);
@@ -264,18 +266,15 @@ maro_ctx_close(struct maro_ctx *c)
 }
 
 void
+maro_ctx_close(struct maro_ctx *c)
+{
+	ctx_release(c, 1);
+}
+
+void
 maro_ctx_abandon(struct maro_ctx *c)
 {
-	if (!c)
-		return;
-	if (c->reg)
-		maro_registry_close(c->reg);
-	ipc_cleanup(c);
-	if (c->key) {
-		maro_curve_wipe(c->key);
-		free(c->key);
-	}
-	free(c);
+	ctx_release(c, 0);
 }
 
 unsigned long
