@@ -44,6 +44,13 @@ struct entry {
 
 /* A private destination (a reply inbox) with nothing queued this long is closed. */
 #define IDLE_CLOSE_US 5000000
+/*
+ * Any destination with nothing queued this long gives its window's buffers
+ * back: a worker that replied to many requesters in turn holds the window
+ * of none of them (a ring of a window's slots, each with its buffer, is
+ * hundreds of kilobytes).
+ */
+#define IDLE_TRIM_US 100000
 
 static const uint8_t data_hdr[MARO_FRAME_HEADER] = { 'm', 1, MARO_FRAME_DATA, 0 };
 
@@ -95,6 +102,7 @@ struct dest {
 	int64_t connected_at;	/* when sock was made */
 	int hs_ok;		/* a handshake on sock succeeded: the key is right */
 	int hs_closed;		/* handshakes the peer cut short since */
+	int trimmed;		/* its ring is back to its first size, without buffers (ring_trim) */
 	/* [head, tail) in the window; [head, next) sent at least once */
 	uint64_t head, next, tail;
 	size_t mask;
@@ -209,8 +217,44 @@ maro_outbox_free(struct maro_outbox *ob)
 	free(ob);
 }
 
+/* name's dest, with h its maro_hash64 (or 0: not known); created with create. */
+/* The slots of a new ring: the window's, up to RING_START (a power of two). */
+static size_t
+ring_start(const struct maro_outbox *ob)
+{
+	size_t cap;
+
+	for (cap = 1; cap < ob->c->window && cap < RING_START; cap <<= 1)
+		;
+	return cap;
+}
+
+/*
+ * d has nothing queued: its ring goes back to its first size, and its
+ * slots' buffers (each kept for the next message in its slot) are freed.
+ * Numbers go on from d->tail, whatever the size.
+ */
+static void
+ring_trim(struct maro_outbox *ob, struct dest *d)
+{
+	size_t i, cap = ring_start(ob);
+	struct entry *r = cap < d->mask + 1 ? calloc(cap, sizeof *r) : NULL;
+
+	for (i = 0; i <= d->mask; i++) {
+		buf_unref(d->ring[i].p);
+		d->ring[i].p = NULL;
+		d->ring[i].cap = 0;
+	}
+	if (r) {
+		free(d->ring);
+		d->ring = r;
+		d->mask = cap - 1;
+	}
+	d->trimmed = 1;
+}
+
 static struct dest *
-dest_get(struct maro_outbox *ob, const char *name, int create)
+dest_get_h(struct maro_outbox *ob, const char *name, uint64_t h, int create)
 {
 	struct dest *d, **v;
 	size_t cap, len;
@@ -220,7 +264,9 @@ dest_get(struct maro_outbox *ob, const char *name, int create)
 		return ob->last;
 	/* by a table, not a comparison with each: a scatter to hundreds of peers */
 	len = strlen(name);
-	if (maro_strset_get(&ob->by_name, name, len, &i))
+	if (!h)
+		h = maro_hash64(name, len);
+	if (maro_strset_get_h(&ob->by_name, name, len, h, &i))
 		return ob->last = ob->dests[i];
 	if (!create)
 		return NULL;
@@ -230,8 +276,7 @@ dest_get(struct maro_outbox *ob, const char *name, int create)
 	}
 	/* the ring starts small and doubles while the window lets it fill
 	 * (a scatter to 64 peers, 8 tasks each, keeps 64 small rings) */
-	for (cap = 1; cap < ob->c->window && cap < RING_START; cap <<= 1)
-		;
+	cap = ring_start(ob);
 	d = calloc(1, sizeof *d);
 	if (!d || !(d->ring = calloc(cap, sizeof *d->ring)))
 		goto nomem;
@@ -239,11 +284,12 @@ dest_get(struct maro_outbox *ob, const char *name, int create)
 	if (!v)
 		goto nomem;
 	ob->dests = v;
-	if (maro_strset_put(&ob->by_name, name, len, ob->ndests) < 0)
+	if (maro_strset_put_h(&ob->by_name, name, len, h, ob->ndests) < 0)
 		goto nomem;
 	snprintf(d->name, sizeof d->name, "%s", name);
 	d->mask = cap - 1;
 	d->head = d->next = d->tail = 1;
+	d->trimmed = 1;	/* nothing to give back yet */
 	d->retry_us = ob->c->retry_us;
 	ob->dests[ob->ndests++] = d;
 	return ob->last = d;
@@ -253,6 +299,12 @@ nomem:
 	free(d);
 	errno = ENOMEM;
 	return NULL;
+}
+
+static struct dest *
+dest_get(struct maro_outbox *ob, const char *name, int create)
+{
+	return dest_get_h(ob, name, 0, create);
 }
 
 int
@@ -286,7 +338,13 @@ ring_grow(struct dest *d)
 uint8_t *
 maro_outbox_begin(struct maro_outbox *ob, const char *name, size_t n)
 {
-	struct dest *d = dest_get(ob, name, 1);
+	return maro_outbox_begin_h(ob, name, 0, n);
+}
+
+uint8_t *
+maro_outbox_begin_h(struct maro_outbox *ob, const char *name, uint64_t name_h, size_t n)
+{
+	struct dest *d = dest_get_h(ob, name, name_h, 1);
 	struct entry *e;
 
 	if (!d)
@@ -336,6 +394,7 @@ maro_outbox_commit(struct maro_outbox *ob, size_t n)
 	e->acked = 0;
 	e->sid_known = 0;
 	e->sent = 0;
+	d->trimmed = 0;
 	d->tail++;
 	d->unacked++;
 	d->bytes += n;
@@ -343,16 +402,18 @@ maro_outbox_commit(struct maro_outbox *ob, size_t n)
 	ob->open = NULL;
 }
 
-void
+uint64_t
 maro_outbox_commit_sid(struct maro_outbox *ob, size_t n, size_t sid_off, size_t sid_n)
 {
 	struct dest *d = ob->open;
-	struct entry *e = &d->ring[d->tail & d->mask];
+	uint64_t at = d->tail;
+	struct entry *e = &d->ring[at & d->mask];
 
 	maro_outbox_commit(ob, n);
 	e->sid_known = 2;
 	e->sid_off = (uint32_t)sid_off;
 	e->sid_n = (uint32_t)sid_n;
+	return at;
 }
 
 int
@@ -511,18 +572,39 @@ same_sid(const uint8_t *p, size_t n, struct maro_str sid)
 	return !memcmp(p, sid.p, n);
 }
 
-size_t
-maro_outbox_settle(struct maro_outbox *ob, const char *name, struct maro_str session_id)
+/* Entry e of d, unacknowledged, was delivered (a reply in its session came). */
+static void
+settle_one(struct maro_outbox *ob, struct dest *d, struct entry *e)
 {
-	struct dest *d = session_id.p ? dest_get(ob, name, 0) : NULL;
+	if (ob->ack)
+		ob->ack(ob->fail_arg, d->name, e->p, e->n);
+	entry_done(ob, d, e);
+	ob->acked++;
+	maro_stats.msgs_out++;
+	maro_stats.bytes_out += e->n;
+}
+
+size_t
+maro_outbox_settle_at(struct maro_outbox *ob, const char *name, uint64_t name_h,
+    struct maro_str session_id, uint64_t at)
+{
+	struct dest *d = session_id.p ? dest_get_h(ob, name, name_h, 0) : NULL;
+	struct entry *e;
 	size_t n = 0;
 	uint64_t s;
 
 	if (!d)
 		return 0;
+	/* where the caller saw it go (maro_outbox_commit_sid): one compare, not one per message in flight */
+	e = &d->ring[at & d->mask];
+	if (at >= d->head && at < d->tail && !e->acked && e->sid_known == 2 &&
+	    same_sid(e->p + e->sid_off, e->sid_n, session_id)) {
+		settle_one(ob, d, e);
+		advance_head(d);
+		return 1;
+	}
 	for (s = d->head; s < d->tail; s++) {
-		struct entry *e = &d->ring[s & d->mask];
-
+		e = &d->ring[s & d->mask];
 		if (e->acked)
 			continue;
 		/* each message is looked into once for this, not once per reply */
@@ -538,16 +620,17 @@ maro_outbox_settle(struct maro_outbox *ob, const char *name, struct maro_str ses
 		}
 		if (e->sid_known != 2 || !same_sid(e->p + e->sid_off, e->sid_n, session_id))
 			continue;
-		if (ob->ack)
-			ob->ack(ob->fail_arg, d->name, e->p, e->n);
-		entry_done(ob, d, e);
-		ob->acked++;
-		maro_stats.msgs_out++;
-		maro_stats.bytes_out += e->n;
+		settle_one(ob, d, e);
 		n++;
 	}
 	advance_head(d);
 	return n;
+}
+
+size_t
+maro_outbox_settle(struct maro_outbox *ob, const char *name, struct maro_str session_id)
+{
+	return maro_outbox_settle_at(ob, name, 0, session_id, 0);
 }
 
 size_t
@@ -908,6 +991,8 @@ maro_outbox_run(struct maro_outbox *ob)
 			 */
 			dest_remove(ob, i--);
 			continue;
+		} else if (!d->trimmed && now - d->idle_since >= IDLE_TRIM_US) {
+			ring_trim(ob, d);
 		}
 		if (d->head == d->tail && !d->sock)
 			continue;
@@ -963,8 +1048,12 @@ maro_outbox_deadline(const struct maro_outbox *ob)
 	for (i = 0; i < ob->ndests; i++) {
 		const struct dest *d = ob->dests[i];
 
-		if (d->head == d->tail)
+		if (d->head == d->tail) {
+			/* its buffers are given back then (maro_outbox_run) */
+			if (!d->trimmed && d->idle_since && d->idle_since + IDLE_TRIM_US < t)
+				t = d->idle_since + IDLE_TRIM_US;
 			continue;
+		}
 		/* the clock read once, not three times for each of a thousand peers */
 		if (!now)
 			now = maro_now_us();
@@ -1029,6 +1118,21 @@ size_t
 maro_outbox_pending(const struct maro_outbox *ob)
 {
 	return ob->pending;
+}
+
+size_t
+maro_outbox_held(const struct maro_outbox *ob)
+{
+	size_t i, k, n = 0;
+
+	for (i = 0; i < ob->ndests; i++) {
+		const struct dest *d = ob->dests[i];
+
+		n += (d->mask + 1) * sizeof *d->ring;
+		for (k = 0; k <= d->mask; k++)
+			n += d->ring[k].cap;
+	}
+	return n;
 }
 
 size_t

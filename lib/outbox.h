@@ -71,8 +71,14 @@ int maro_outbox_put(struct maro_outbox *ob, const char *dest, const uint8_t *p, 
  */
 uint8_t *maro_outbox_begin(struct maro_outbox *ob, const char *dest, size_t n);
 void maro_outbox_commit(struct maro_outbox *ob, size_t n);
-/* The same for a message with a session_id, saying where its text is (offset, length): maro_outbox_settle looks no more. */
-void maro_outbox_commit_sid(struct maro_outbox *ob, size_t n, size_t sid_off, size_t sid_n);
+/* begin, with dest's maro_hash64 known (dest_h; 0: not known): a caller that sends to the same peers again and again hashes each name once. */
+uint8_t *maro_outbox_begin_h(struct maro_outbox *ob, const char *dest, uint64_t dest_h, size_t n);
+/*
+ * The same for a message with a session_id, saying where its text is
+ * (offset, length): maro_outbox_settle looks no more.  Returns the
+ * message's number in its destination's window, for maro_outbox_settle_at.
+ */
+uint64_t maro_outbox_commit_sid(struct maro_outbox *ob, size_t n, size_t sid_off, size_t sid_n);
 /*
  * For a caller that takes whatever its input holds and cannot wait for a
  * window: queues m for dest whatever its window, in order with what it
@@ -101,6 +107,14 @@ size_t maro_outbox_drop(struct maro_outbox *ob, const char *dest);
  * Returns how many were settled.
  */
 size_t maro_outbox_settle(struct maro_outbox *ob, const char *dest, struct maro_str session_id);
+/*
+ * The same, when the request went out as message at (what
+ * maro_outbox_commit_sid returned): that one is settled without looking
+ * at the others in flight to dest, which are looked at only when it is not
+ * there (settled already, or sent again since).  dest_h as for begin_h.
+ */
+size_t maro_outbox_settle_at(struct maro_outbox *ob, const char *dest, uint64_t dest_h,
+    struct maro_str session_id, uint64_t at);
 /* The same for a reply: to its source, in its session. */
 size_t maro_outbox_settle_reply(struct maro_outbox *ob, const struct maro_msg *reply);
 /*
@@ -131,6 +145,13 @@ int maro_outbox_error(struct maro_outbox *ob, char name[MARO_NAME_MAX + 1]);
 const char *maro_outbox_refusal(const struct maro_outbox *ob);
 /* Messages queued and not yet acknowledged. */
 size_t maro_outbox_pending(const struct maro_outbox *ob);
+/*
+ * Bytes the windows hold: their slots and the buffers kept in them.  A
+ * destination with nothing queued for 100 ms gives them back, down to a
+ * few slots without buffers (maro_outbox_run; maro_outbox_deadline says
+ * when).
+ */
+size_t maro_outbox_held(const struct maro_outbox *ob);
 /* Messages queued and not yet sent once (a best-effort sender waits for these only). */
 size_t maro_outbox_unsent(const struct maro_outbox *ob);
 /*

@@ -312,7 +312,8 @@ maro_scatter_timeouts(struct maro_scatter *sc, int64_t now)
 		struct maro_workq_task *task = maro_workq_task(&sc->q, i);
 		const char *peer = sc->q.peers[task->peer].name;
 
-		maro_outbox_settle(sc->ob, peer, maro_str_c(task->session));
+		maro_outbox_settle_at(sc->ob, peer, sc->q.peers[task->peer].name_h, maro_str_c(task->session),
+		    task->out_at);
 		maro_trace("task %zu of the input timed out at '%s'", i + 1, peer);
 		if (maro_workq_fail(&sc->q, i, "timed out") < 0)
 			return -1;
@@ -331,18 +332,18 @@ static int
 send_task(struct maro_scatter *sc, size_t i, size_t p)
 {
 	struct maro_workq_task *t = maro_workq_task(&sc->q, i);
-	int first = !t->sent;
 
 	if (p != NO_PEER) {
 		const char *dest = sc->q.peers[p].name;
-		uint8_t *q = maro_outbox_begin(sc->ob, dest, maro_msg_redirect_max(t->n, strlen(dest)));
+		uint8_t *q = maro_outbox_begin_h(sc->ob, dest, sc->q.peers[p].name_h,
+		    maro_msg_redirect_max(t->n, strlen(dest)));
 		size_t n;
 
 		if (!q)
 			return 1;
 		n = maro_msg_redirect(q, t->msg, t->n, &t->dest, maro_str_c(dest));
 		/* the session_id, after the destination, moved by the change in length: settle needs no search */
-		maro_outbox_commit_sid(sc->ob, n, t->dest.sid + n - t->n, t->dest.sid_n);
+		t->out_at = maro_outbox_commit_sid(sc->ob, n, t->dest.sid + n - t->n, t->dest.sid_n);
 	} else {
 		struct maro_str d;
 		char buf[MARO_NAME_MAX + 1];
@@ -353,8 +354,8 @@ send_task(struct maro_scatter *sc, size_t i, size_t p)
 		if (maro_outbox_put(sc->ob, buf, t->msg, t->n) < 0)
 			return 1;
 	}
-	if (maro_workq_sent(&sc->q, i, p, maro_now_us()) < 0 ||
-	    (first && !sc->async && maro_requester_expect(&sc->rq, maro_str_c(t->session), 1) < 0)) {
+	/* the reply it is owed is known by its session in the work queue (maro_scatter_replies) */
+	if (maro_workq_sent(&sc->q, i, p, maro_now_us()) < 0) {
 		errno = ENOMEM;
 		return -1;
 	}
@@ -386,31 +387,26 @@ maro_scatter_dispatch(struct maro_scatter *sc)
 
 /*
  * A failure reply (reply.h: no handler, or output the worker could not
- * make a reply of) gives its task up at once, whatever --retries says:
- * another attempt would fail the same.  It then takes no other reply.
+ * make a reply of) gives its task (i, open) up at once, whatever --retries
+ * says: another attempt would fail the same.  It then takes no other reply.
+ * 1 when it was one, 0 when not, -1 with ENOMEM.
  */
 static int
-failure_reply(struct maro_scatter *sc, const struct maro_msg *m)
+failure_reply(struct maro_scatter *sc, const struct maro_msg *m, size_t i)
 {
 	struct maro_str error, text;
-	struct maro_workq_task *t;
-	uint64_t v;
 	unsigned retries = sc->q.retries;
 	char why[400];
 	int rc;
 
-	if (!maro_reply_error(m, &error, &text) ||
-	    !maro_strset_get(&sc->q.by_session, m->session_id.p, m->session_id.n, &v) ||
-	    !(t = maro_workq_task(&sc->q, v)) || t->done)
+	if (!maro_reply_error(m, &error, &text))
 		return 0;
-	if (t->peer != NO_PEER)
-		maro_outbox_settle(sc->ob, sc->q.peers[t->peer].name, m->session_id);
 	snprintf(why, sizeof why, "'%.*s': %.*s", (int)m->source.n, m->source.p ? m->source.p : "",
 	    (int)text.n, text.p);
 	sc->q.retries = 1;
-	rc = maro_workq_fail(&sc->q, v, why);
+	rc = maro_workq_fail(&sc->q, i, why);
 	sc->q.retries = retries;
-	return rc;
+	return rc < 0 ? -1 : 1;
 }
 
 /*
@@ -444,23 +440,31 @@ maro_scatter_replies(struct maro_scatter *sc)
 	struct maro_delivery d;
 	struct maro_workq_task *t;
 	size_t i;
-	int moved = 0;
+	int moved = 0, rc;
 	int64_t now = 0;
 
 	if (!sc->rq.inbox)
 		return 0;
-	while (maro_requester_next(&sc->rq, &d) == 1) {
+	while (maro_inbox_next(sc->rq.inbox, &d) == 1) {
 		moved = 1;	/* a peer may be free again */
 		if (!now)
 			now = maro_now_us();
-		if (failure_reply(sc, &d.msg) < 0)
+		/* a task takes its first reply, and no other: a stray is a reply to none open */
+		if (!maro_workq_find(&sc->q, d.msg.session_id, &i)) {
+			sc->rq.strays++;
+			maro_inbox_done(sc->rq.inbox, &d);
+			continue;
+		}
+		t = maro_workq_task(&sc->q, i);
+		if (t->peer != NO_PEER)
+			maro_outbox_settle_at(sc->ob, sc->q.peers[t->peer].name, sc->q.peers[t->peer].name_h,
+			    d.msg.session_id, t->out_at);
+		if ((rc = failure_reply(sc, &d.msg, i)) < 0)
 			return -1;
-		/* a task takes its first reply, and no other */
-		if ((t = maro_workq_answered(&sc->q, d.msg.session_id, &i))) {
-			if (t->peer != NO_PEER) {
-				maro_outbox_settle(sc->ob, sc->q.peers[t->peer].name, d.msg.session_id);
+		if (!rc) {
+			if (t->peer != NO_PEER)
 				took_turn(sc, &sc->q.peers[t->peer], t, now);
-			}
+			maro_workq_answer(&sc->q, i);
 			if (maro_workq_reply(&sc->q, i, d.p, d.n) < 0)
 				return -1;
 		}

@@ -25,7 +25,7 @@ task_free(struct maro_workq *q, size_t i)
 	if (!t)
 		return;
 	if (t->sent)
-		maro_strset_take(&q->by_session, t->session, strlen(t->session));
+		maro_strset_take_h(&q->by_session, t->session, t->session_n, t->session_h);
 	free(t->reply);
 	free(t);
 	q->tasks[i - q->base] = NULL;
@@ -198,6 +198,8 @@ maro_workq_add(struct maro_workq *q, const uint8_t *req, size_t n,
 	t->peer = NO_PEER;
 	memcpy(t->session, session.p, session.n);
 	t->session[session.n] = '\0';
+	t->session_n = session.n;
+	t->session_h = maro_hash64(session.p, session.n);
 	if (enqueue(q, q->ntasks) < 0) {
 		free(t);
 		return -1;
@@ -277,7 +279,7 @@ maro_workq_sent(struct maro_workq *q, size_t i, size_t p, int64_t now)
 	 * stay out of this table, which stays small
 	 */
 	if (!t->sent) {
-		if (maro_strset_put(&q->by_session, t->session, strlen(t->session), i) < 0)
+		if (maro_strset_put_h(&q->by_session, t->session, t->session_n, t->session_h, i) < 0)
 			return -1;
 		t->sent = 1;
 		t->first_at = now;
@@ -292,21 +294,35 @@ maro_workq_sent(struct maro_workq *q, size_t i, size_t p, int64_t now)
 	return 0;
 }
 
-struct maro_workq_task *
-maro_workq_answered(struct maro_workq *q, struct maro_str session, size_t *i)
+int
+maro_workq_find(const struct maro_workq *q, struct maro_str session, size_t *i)
 {
 	uint64_t v;
-	struct maro_workq_task *t;
+	const struct maro_workq_task *t;
 
-	if (!maro_strset_get(&q->by_session, session.p, session.n, &v) ||
+	if (!session.p || !maro_strset_get(&q->by_session, session.p, session.n, &v) ||
 	    !(t = maro_workq_task(q, v)) || t->done)
-		return NULL;
+		return 0;
+	*i = v;
+	return 1;
+}
+
+struct maro_workq_task *
+maro_workq_answer(struct maro_workq *q, size_t i)
+{
+	struct maro_workq_task *t = maro_workq_task(q, i);
+
 	t->done = 1;
 	q->ndone++;
 	peer_less(q, t->peer);
 	t->msg = NULL;
-	*i = v;
 	return t;
+}
+
+struct maro_workq_task *
+maro_workq_answered(struct maro_workq *q, struct maro_str session, size_t *i)
+{
+	return maro_workq_find(q, session, i) ? maro_workq_answer(q, *i) : NULL;
 }
 
 static void
@@ -423,6 +439,7 @@ maro_workq_peer_seen(struct maro_workq *q, const char *name)
 			return -1;
 		memset(&q->peers[p], 0, sizeof *q->peers);
 		snprintf(q->peers[p].name, sizeof q->peers[p].name, "%s", name);
+		q->peers[p].name_h = maro_hash64(name, strlen(name));
 		q->peers[p].at = NO_PEER;
 		q->npeers++;
 	}

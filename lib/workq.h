@@ -38,6 +38,9 @@ struct maro_workq_task {
 	size_t n;
 	struct maro_dest_at dest;	/* where a peer's name goes into msg */
 	char session[MARO_WORKQ_SESSION_MAX + 1];
+	size_t session_n;
+	uint64_t session_h;	/* maro_hash64 of session: hashed once, looked up by it twice */
+	uint64_t out_at;	/* the caller's: its place in its peer's window (maro_outbox_settle_at) */
 	size_t peer;		/* where it is in flight, or MARO_WORKQ_NO_PEER; given up: of its last attempt */
 	int sent;		/* known by its session and owed a reply: from its first send */
 	int done;		/* answered, or given up */
@@ -55,6 +58,7 @@ struct maro_workq_task {
 
 struct maro_workq_peer {
 	char name[MARO_NAME_MAX + 1];
+	uint64_t name_h;	/* maro_hash64 of name: the outbox finds the peer by it (maro_outbox_begin_h) */
 	int live;		/* 1, or 0 once it left; | 2 from maro_workq_peers_begin until seen */
 	unsigned inflight;	/* tasks sent to it and not yet answered */
 	int64_t answered_at;	/* the caller's: when it last answered (0: never) */
@@ -153,11 +157,16 @@ void maro_workq_order(struct maro_workq *q, int order);
  */
 int maro_workq_sent(struct maro_workq *q, size_t i, size_t p, int64_t now);
 /*
- * The task of this session, still open, is answered: it is finished, its
- * peer has one task fewer in flight.  The task with *i, or NULL when no
- * open task has that session (a reply that came twice, or late).  Hand its
- * reply to maro_workq_reply next.
+ * The task of this session still open (sent, not finished): 1 with its
+ * number in *i, or 0 (a reply that came twice, or late, or for no task).
  */
+int maro_workq_find(const struct maro_workq *q, struct maro_str session, size_t *i);
+/*
+ * Task i, open, is answered: it is finished, its peer has one task fewer
+ * in flight.  Returns it; hand its reply to maro_workq_reply next.
+ */
+struct maro_workq_task *maro_workq_answer(struct maro_workq *q, size_t i);
+/* find, then answer: the task, or NULL when no open task has that session. */
 struct maro_workq_task *maro_workq_answered(struct maro_workq *q, struct maro_str session,
     size_t *i);
 /*

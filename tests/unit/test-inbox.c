@@ -1,11 +1,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <zmq.h>
 
 #include "cli.h"
+#include "clock.h"
 #include "inbox.h"
+#include "outbox.h"
+#include "strset.h"
 #include "unit.h"
 
 /*
@@ -147,6 +151,122 @@ test_held(struct maro_ctx *c)
 	maro_inbox_close(ib);
 }
 
+static void
+count_ack(void *arg, const char *dest, const uint8_t *p, size_t n)
+{
+	(void)dest;
+	(void)p;
+	(void)n;
+	++*(int *)arg;
+}
+
+/* Queues a request in session sid to dest the way a scatter does: its number in dest's window. */
+static uint64_t
+queue_sid(struct maro_outbox *ob, const char *dest, const char *sid)
+{
+	struct maro_msg m = { 0 };
+	struct maro_buf b = { 0 };
+	struct maro_str at;
+	uint8_t *q;
+	uint64_t n = 0;
+
+	m.tag = maro_str_c("echo");
+	m.source = maro_str_c("unit");
+	m.destination = maro_str_c(dest);
+	m.message_id = maro_str_c(sid);
+	m.session_id = maro_str_c(sid);
+	if (maro_msg_encode(&m, &b) == 0 && maro_msg_text(b.p, b.len, "session_id", &at) == 1 &&
+	    (q = maro_outbox_begin(ob, dest, b.len))) {
+		memcpy(q, b.p, b.len);
+		n = maro_outbox_commit_sid(ob, b.len, (size_t)((const uint8_t *)at.p - b.p), at.n);
+	}
+	maro_buf_free(&b);
+	return n;
+}
+
+/*
+ * A reply settles its request (maro_outbox_settle_at) at the place the
+ * request went to, or, when it is not there, wherever it is in the window:
+ * nothing else is settled, nothing is missed.  No peer: the outbox only
+ * queues until it runs.
+ */
+static void
+test_settle_at(struct maro_ctx *c)
+{
+	int acks = 0;
+	struct maro_outbox *ob = maro_outbox_new(c, NULL, count_ack, &acks);
+	const char *dest = "nobody.1";
+	uint64_t h = maro_hash64(dest, strlen(dest)), at[4];
+
+	CHECK(ob != NULL);
+	if (!ob)
+		return;
+	at[0] = queue_sid(ob, dest, "sid-a");
+	at[1] = queue_sid(ob, dest, "sid-b");
+	at[2] = queue_sid(ob, dest, "sid-c");
+	at[3] = queue_sid(ob, dest, "sid-d");
+	CHECK(at[0] && at[1] == at[0] + 1 && at[3] == at[0] + 3 && maro_outbox_pending(ob) == 4);
+	/* at its place: that one, and only it */
+	CHECK(maro_outbox_settle_at(ob, dest, h, maro_str_c("sid-c"), at[2]) == 1);
+	CHECK(acks == 1 && maro_outbox_pending(ob) == 3);
+	/* settled already: no other is taken for it */
+	CHECK(maro_outbox_settle_at(ob, dest, h, maro_str_c("sid-c"), at[2]) == 0);
+	CHECK(acks == 1 && maro_outbox_pending(ob) == 3);
+	/* a place that holds another request: found by its session, the other left alone */
+	CHECK(maro_outbox_settle_at(ob, dest, 0, maro_str_c("sid-a"), at[3]) == 1);
+	CHECK(acks == 2 && maro_outbox_pending(ob) == 2);
+	/* a place outside the window, the name's hash not known */
+	CHECK(maro_outbox_settle_at(ob, dest, 0, maro_str_c("sid-d"), at[3] + 100) == 1);
+	CHECK(maro_outbox_settle(ob, dest, maro_str_c("sid-b")) == 1);
+	CHECK(acks == 4 && maro_outbox_pending(ob) == 0);
+	/* a session never sent, another name */
+	CHECK(maro_outbox_settle_at(ob, dest, h, maro_str_c("sid-e"), at[0]) == 0);
+	CHECK(maro_outbox_settle_at(ob, "nobody.2", 0, maro_str_c("sid-a"), at[0]) == 0);
+	maro_outbox_free(ob);
+}
+
+/*
+ * A window that was full gives its buffers back once nothing has been
+ * queued to it for 100 ms (a worker that answered many requesters in turn
+ * keeps none of their windows), and the outbox's deadline says when.
+ */
+static void
+test_trim(struct maro_ctx *c)
+{
+	struct maro_outbox *ob = maro_outbox_new(c, NULL, NULL, NULL);
+	const char *dest = "~nobody.2";
+	char sid[32];
+	size_t k, settled = 0, full;
+	int64_t t0;
+
+	CHECK(ob != NULL);
+	if (!ob)
+		return;
+	for (k = 0; k < 200; k++) {
+		snprintf(sid, sizeof sid, "sid-%zu", k);
+		queue_sid(ob, dest, sid);
+	}
+	full = maro_outbox_held(ob);
+	CHECK(maro_outbox_pending(ob) == 200 && full >= 200 * 128);
+	for (k = 0; k < 200; k++) {
+		snprintf(sid, sizeof sid, "sid-%zu", k);
+		settled += maro_outbox_settle(ob, dest, maro_str_c(sid));
+	}
+	CHECK(settled == 200 && maro_outbox_pending(ob) == 0);
+	/* idle from this run on: kept a while (a next burst reuses them), then given back */
+	t0 = maro_now_us();
+	maro_outbox_run(ob);
+	CHECK(maro_outbox_held(ob) == full && maro_outbox_deadline(ob) <= t0 + 100000 + 50000);
+	while (maro_now_us() < t0 + 120000)
+		usleep(10000);
+	maro_outbox_run(ob);
+	CHECK(maro_outbox_held(ob) < 1024 && maro_outbox_deadline(ob) == INT64_MAX);
+	/* and used again as before */
+	CHECK(queue_sid(ob, dest, "sid-again") && maro_outbox_pending(ob) == 1);
+	CHECK(maro_outbox_settle(ob, dest, maro_str_c("sid-again")) == 1);
+	maro_outbox_free(ob);
+}
+
 void
 test_inbox(void)
 {
@@ -168,6 +288,8 @@ test_inbox(void)
 	CHECK(c != NULL);
 	if (c) {
 		test_held(c);
+		test_settle_at(c);
+		test_trim(c);
 		maro_ctx_close(c);
 	} else {
 		fprintf(stderr, "inbox: %s\n", err);

@@ -444,14 +444,20 @@ test_workq(void)
 	add(&q, "o1");
 	add(&q, "o2");
 	maro_workq_peer_seen(&q, "p");
+	/* a task is found by its session from its send until it is answered or given up */
+	CHECK(!maro_workq_find(&q, maro_str_c("o0"), &i));
 	CHECK(send_next(&q, &t0) == 0 && send_next(&q, &t1) == 0 && send_next(&q, &t2) == 0);
+	CHECK(maro_workq_find(&q, maro_str_c("o1"), &i) && i == 1 && !maro_workq_find(&q, maro_str_c("o9"), &i));
 	answer(&q, "o2", "Z");
 	answer(&q, "o1", "Y");
 	CHECK(!strcmp(w.out, "") && q.ndone == 2 && !strcmp(w.written, ""));
+	/* answered, its reply held for the order: no longer found */
+	CHECK(!maro_workq_find(&q, maro_str_c("o1"), &i) && maro_workq_find(&q, maro_str_c("o0"), &i) && i == 0);
 	/* o0 fails once (back to the queue), then again: given up, and the held replies go out */
 	CHECK(maro_workq_fail(&q, 0, "timed out") == 0 && w.ngiven_up == 0 && q.peers[0].inflight == 0);
 	CHECK(send_next(&q, &t0) == 0 && t0 == 0);
 	CHECK(maro_workq_fail(&q, 0, "timed out") == 0 && w.ngiven_up == 1 && w.given_up[0] == 0);
+	CHECK(!maro_workq_find(&q, maro_str_c("o0"), &i));
 	CHECK(q.nfailed == 1 && q.ndone == 3 && !strcmp(w.out, "YZ"));
 	/* told of each reply as it is written, in order, not as it came; the given up kept its peer */
 	CHECK(!strcmp(w.written, "1121") && w.given_up_peer == 0);
