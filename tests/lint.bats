@@ -42,3 +42,18 @@ $MARO_TOP/tests/lint/pitfalls.txt:15: a negated command never fails a test here:
 	assert_line --regexp "^  tsort: (clock|cli)$"
 	assert_line "clock.c includes cli.h: only cli, opt and tool print and exit"
 }
+
+@test "mutate --check: the mutants as they are apply and name tests that exist, exit 0" {
+	run -0 sh "$MARO_TOP/scripts/mutate" --check
+	assert_output ''
+}
+
+@test "mutate --check: a mutant that no longer applies, or names no behaviour or no test that exists, is named, exit 1" {
+	run -1 sh "$MARO_TOP/scripts/mutate" --check "$MARO_TOP" \
+	    "$MARO_TOP/tests/lint/mutant-stale.txt" "$MARO_TOP/tests/lint/mutant-untested.txt"
+	assert_output "mutant-stale.txt: does not apply to the tree (a line moved: refresh the patch)
+mutant-untested.txt: does not apply to the tree (a line moved: refresh the patch)
+mutant-untested.txt: no '# behaviour:' line
+mutant-untested.txt: no test of lint.bats matches 'no-such-test'
+mutant-untested.txt: no suite tests/nosuch.bats"
+}
