@@ -217,7 +217,6 @@ maro_outbox_free(struct maro_outbox *ob)
 	free(ob);
 }
 
-/* name's dest, with h its maro_hash64 (or 0: not known); created with create. */
 /* The slots of a new ring: the window's, up to RING_START (a power of two). */
 static size_t
 ring_start(const struct maro_outbox *ob)
@@ -253,6 +252,7 @@ ring_trim(struct maro_outbox *ob, struct dest *d)
 	d->trimmed = 1;
 }
 
+/* name's dest, with h its maro_hash64 (or 0: not known); made when create says so. */
 static struct dest *
 dest_get_h(struct maro_outbox *ob, const char *name, uint64_t h, int create)
 {
@@ -572,9 +572,9 @@ same_sid(const uint8_t *p, size_t n, struct maro_str sid)
 	return !memcmp(p, sid.p, n);
 }
 
-/* Entry e of d, unacknowledged, was delivered (a reply in its session came). */
+/* Entry e of d, unacknowledged, was delivered: acknowledged, or a reply in its session came. */
 static void
-settle_one(struct maro_outbox *ob, struct dest *d, struct entry *e)
+delivered(struct maro_outbox *ob, struct dest *d, struct entry *e)
 {
 	if (ob->ack)
 		ob->ack(ob->fail_arg, d->name, e->p, e->n);
@@ -599,7 +599,7 @@ maro_outbox_settle_at(struct maro_outbox *ob, const char *name, uint64_t name_h,
 	e = &d->ring[at & d->mask];
 	if (at >= d->head && at < d->tail && !e->acked && e->sid_known == 2 &&
 	    same_sid(e->p + e->sid_off, e->sid_n, session_id)) {
-		settle_one(ob, d, e);
+		delivered(ob, d, e);
 		advance_head(d);
 		return 1;
 	}
@@ -620,7 +620,7 @@ maro_outbox_settle_at(struct maro_outbox *ob, const char *name, uint64_t name_h,
 		}
 		if (e->sid_known != 2 || !same_sid(e->p + e->sid_off, e->sid_n, session_id))
 			continue;
-		settle_one(ob, d, e);
+		delivered(ob, d, e);
 		n++;
 	}
 	advance_head(d);
@@ -842,12 +842,7 @@ read_acks(struct maro_outbox *ob, struct dest *d)
 					continue;
 				e = &d->ring[s & d->mask];
 				if (!e->acked) {
-					if (ob->ack)
-						ob->ack(ob->fail_arg, d->name, e->p, e->n);
-					entry_done(ob, d, e);
-					ob->acked++;
-					maro_stats.msgs_out++;
-					maro_stats.bytes_out += e->n;
+					delivered(ob, d, e);
 					progress = 1;
 				}
 			}
