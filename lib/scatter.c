@@ -23,6 +23,8 @@
 #define RATE_MIN 10000
 /* unless a task's turn at its peer takes this long: work, not a thousand wake-ups */
 #define SLOW_US 20000
+/* the first turn counted, at most: the turn at which the least cap (HOT_WINDOWS) keeps RATE_MIN going */
+#define FIRST_TURN_MAX ((int64_t)HOT_WINDOWS * 1000000 / RATE_MIN)
 /* each time no reply comes for this long while tasks are out, the cap doubles */
 #define STUCK_US 1000000
 static size_t open_max(const struct maro_scatter *sc);
@@ -425,13 +427,20 @@ took_turn(struct maro_scatter *sc, struct maro_workq_peer *e, const struct maro_
 		return;
 	}
 	sc->quiet_since = now;
-	/* down at once, up by a 64th: the turn a task takes, not the waits of a loaded host */
+	e->answered_at = now;
 	if (turn < 1)
 		turn = 1;
-	if (!sc->turn_us && turn > SLOW_US / 2)
-		turn = SLOW_US / 2;	/* slow only when a few say so, not the first alone */
-	sc->turn_us = !sc->turn_us || turn < sc->turn_us ? turn : sc->turn_us + (turn - sc->turn_us) / 64;
-	e->answered_at = now;
+	/*
+	 * slow only when many say so, not the first alone: workers still
+	 * starting (or a host loaded for a moment) answer slowly at first, and
+	 * an average that started there would lift the cap at once and send
+	 * the first tasks to every peer.  It starts no higher than the cap
+	 * holds at (need = cap in open_max), then goes up by a 64th a turn.
+	 */
+	if (!sc->turn_us)
+		sc->turn_us = turn < FIRST_TURN_MAX ? turn : FIRST_TURN_MAX;
+	/* down at once, up by a 64th: the turn a task takes, not the waits of a loaded host */
+	sc->turn_us = turn < sc->turn_us ? turn : sc->turn_us + (turn - sc->turn_us) / 64;
 }
 
 int

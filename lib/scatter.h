@@ -57,7 +57,7 @@ struct maro_scatter {
 	int after_pause;	/* the last take found input after a pause */
 	int capped;		/* the tasks open are capped (maro_scatter_round) */
 	unsigned lifted;	/* the cap doubled this many times (maro_scatter_round) */
-	int64_t turn_us;	/* a task's turn at its peer, on average (maro_scatter_round) */
+	int64_t turn_us;	/* a task's turn at its peer, on average (maro_scatter_round); 0: not known yet */
 	int64_t quiet_since;	/* the last reply that counted a turn, or the last doubling */
 	size_t nhosts;		/* the hosts the peers run on, at the last look (the cap is per host) */
 	int nomem;		/* a peer's new holder was not dealt with for want of memory */
