@@ -57,3 +57,55 @@ mutant-untested.txt: no '# behaviour:' line
 mutant-untested.txt: no test of lint.bats matches 'no-such-test'
 mutant-untested.txt: no suite tests/nosuch.bats"
 }
+
+@test "mutate-sample --check: the map and the triage as they are, exit 0" {
+	run -0 sh "$MARO_TOP/scripts/mutate-sample" --check
+	assert_output ''
+}
+
+@test "mutate-sample --check: a module without a row, a suite or file that is gone, a stale triage line, are named, exit 1" {
+	local t=$BATS_TEST_TMPDIR/top
+	mkdir -p "$t/tests/mutants" "$t/lib" "$t/cmd" "$t/scripts"
+	cp "$MARO_TOP/tests/mutants/map" "$t/tests/mutants/map"
+	mkdir -p "$t/tests/tools"
+	cp "$MARO_TOP/tests/tools/mutants.py" "$t/tests/tools/"
+	cd "$MARO_TOP"
+	cp --parents lib/*.c cmd/*.c tests/*.bats "$t"
+	sed -i '/^lib\/hold.c:/d; s/^lib\/event.c: unit/lib\/event.c: unit nosuch.bats/' "$t/tests/mutants/map"
+	echo 'lib/gone.c: unit' >> "$t/tests/mutants/map"
+	local id
+	cd "$t"
+	id=$(python3 tests/tools/mutants.py ids lib/joblog.c | head -n 1)
+	{
+		echo "$id lib/joblog.c equivalent the same either way"
+		echo "0123456789ab lib/joblog.c equivalent a line that changed since"
+		echo "$id lib/joblog.c maybe no such status"
+	} > "$t/tests/mutants/triage"
+	run -1 sh "$MARO_TOP/scripts/mutate-sample" --check "$t"
+	assert_output "map: no row for lib/hold.c
+map: lib/event.c: no suite tests/nosuch.bats
+map: no file lib/gone.c
+triage: 0123456789ab: no such mutant of lib/joblog.c (the line changed: triage it again)
+triage: $id: status 'maybe' (equivalent or killed-by)"
+}
+
+@test "mutate-sample: the sample is the seed's: the same seed, the same mutants; another seed, others; each applies to one line" {
+	run -0 env MUTATE_SEED=7 MUTATE_COUNT=40 sh "$MARO_TOP/scripts/mutate-sample" --list lib/event.c lib/hold.c
+	local first=$output
+	[ "${#lines[@]}" -ge 40 ]
+	run -0 env MUTATE_SEED=7 MUTATE_COUNT=40 sh "$MARO_TOP/scripts/mutate-sample" --list lib/event.c lib/hold.c
+	[ "$output" = "$first" ]
+	run -0 env MUTATE_SEED=8 MUTATE_COUNT=40 sh "$MARO_TOP/scripts/mutate-sample" --list lib/event.c lib/hold.c
+	[ "$output" != "$first" ]
+	# every operator occurs, and a mutant changes its line and only it
+	run -0 python3 "$MARO_TOP/tests/tools/mutants.py" list "$MARO_TOP/lib/workq.c"
+	for op in ROR LCR AOR CRP NEG SDL RET; do
+		assert_line --regexp "^[0-9a-f]{12}	[^	]+	[0-9]+	$op	"
+	done
+	local id line
+	IFS=$'\t' read -r id _ line _ < <(python3 "$MARO_TOP/tests/tools/mutants.py" list "$MARO_TOP/lib/workq.c" | grep -m1 '	ROR	')
+	run -0 bash -c "diff <(python3 '$MARO_TOP/tests/tools/mutants.py' apply $id '$MARO_TOP/lib/workq.c') '$MARO_TOP/lib/workq.c' | grep -c '^[<>]'"
+	assert_output 2
+	run -0 bash -c "diff <(python3 '$MARO_TOP/tests/tools/mutants.py' apply $id '$MARO_TOP/lib/workq.c') '$MARO_TOP/lib/workq.c' | head -n 1"
+	assert_output "${line}c${line}"
+}
