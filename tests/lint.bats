@@ -109,3 +109,30 @@ triage: $id: status 'maybe' (equivalent or killed-by)"
 	run -0 bash -c "diff <(python3 '$MARO_TOP/tests/tools/mutants.py' apply $id '$MARO_TOP/lib/workq.c') '$MARO_TOP/lib/workq.c' | head -n 1"
 	assert_output "${line}c${line}"
 }
+
+@test "promises check: the pages and tests/promises as they are, exit 0, the gaps counted" {
+	run -0 --separate-stderr sh "$MARO_TOP/scripts/promises" check
+	assert_output ''
+	[[ $stderr =~ ^promises:\ [0-9]+\ on\ the\ pages,\ [0-9]+\ with\ a\ test,\ [0-9]+\ gaps ]]
+}
+
+@test "promises check: a page that gains an option, an exit status, a variable or a metric without a row, a stale row, a test that is gone, exit 1" {
+	local t=$BATS_TEST_TMPDIR/top
+	mkdir -p "$t/man" "$t/tests"
+	cp "$MARO_TOP"/man/*.1 "$MARO_TOP"/man/*.7 "$t/man/"
+	cp "$MARO_TOP"/tests/*.bats "$MARO_TOP/tests/promises" "$t/tests/"
+	# a new option, exit status, variable and metric on maro-send's page
+	sed -i 's/^\.It Fl -async$/.It Fl -frobnicate\n&/; s/^\.It 124$/.It 99\nnew\n&/' "$t/man/maro-send.1"
+	sed -i 's/^\.It Ev MARO_REDIS_PASSWORD$/.It Ev MARO_NEW_KNOB\nnew\n&/' "$t/man/maro-peers.1"
+	sed -i 's/^\.It Ic maro_host_members No (gauge)$/.It Ic maro_new_total No (counter)\nnew\n&/' "$t/man/maro-peers.1"
+	# a row for a promise no page makes, and a row whose test was renamed
+	echo 'maro-send option --gone maro-send.bats:^x' >> "$t/tests/promises"
+	sed -i 's/^maro-msg option --check .*/maro-msg option --check maro-msg.bats:^no such test/' "$t/tests/promises"
+	run -1 sh "$MARO_TOP/scripts/promises" check "$t"
+	assert_line "promises: no row for maro-peers env MARO_NEW_KNOB"
+	assert_line "promises: no row for maro-peers metric maro_new_total"
+	assert_line "promises: no row for maro-send exit 99"
+	assert_line "promises: no row for maro-send option --frobnicate"
+	assert_line "promises: no such promise on the page (any more): maro-send option --gone"
+	assert_line "promises: maro-msg option --check: no test of maro-msg.bats matches '^no such test'"
+}
