@@ -118,7 +118,9 @@ def line_mutants(line, mline):
     for m in AOR_RE.finditer(mline):
         s, e = m.span(1)
         res.append(('AOR', line[:s] + ('-' if m.group(1) == '+' else '+') + line[e:]))
-    for m in INT_RE.finditer(mline):
+    # return -1 is RET's; a constant of an attribute changes no behaviour
+    crp = not re.match(r'^\s*return -?\d+;', mline) and '__attribute__' not in mline
+    for m in INT_RE.finditer(mline if crp else ''):
         s, e = m.span(1)
         # array sizes and bit-field widths change layout, not behaviour: still mutated
         v = int(m.group(1), 0) if not m.group(1).startswith('0') or m.group(1) == '0' else None
