@@ -191,12 +191,16 @@ answered_once() {
 }
 
 # watch_ps: every process's argv on this machine (all namespaces share the
-# process table), and the job registry's password once its file exists
+# process table), and the job registry's password once a worker has it
+# (MARO_REGISTRY in its environment: no file holds it)
 watch_ps() {
+	local p
 	while :; do
 		ps -e -ww -o args= >> ps.log
-		for f in maro-job.*/registry.pass; do
-			[ -s "$f" ] && [ ! -s pass ] && cp "$f" pass
+		for p in $(pgrep -f 'maro-dist -n worker'); do
+			[ ! -s pass ] || break
+			tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null |
+				sed -n 's|^MARO_REGISTRY=redis://:\([0-9a-f]*\)@.*|\1|p' > pass
 		done
 		sleep 0.05
 	done
