@@ -216,3 +216,23 @@ squat() {
 		'scancel --signal=TERM 14' 'worker cleaned up')"
 }
 
+@test "README's 'sh scripts/slurm-demo', as printed, from the top of a source tree with a clean PATH: the answers kept, the first answer's time a duration" {
+	# a tree: scripts/ and the built tools in build/bin
+	mkdir -p tree/build
+	ln -s "$MARO_TOP/scripts" tree/scripts
+	ln -s "$MARO_BIN" tree/build/bin
+	cd tree
+	run -0 env -i PATH=/usr/bin:/bin HOME="$HOME" TMPDIR="$TMPDIR" timeout 120 sh scripts/slurm-demo
+	assert_line --regexp '^slurm-demo: [0-9]+ workers live$'
+	assert_line --regexp '^slurm-demo: first answer [0-9]+\.[0-9]{3} s after the scatter started$'
+	assert_line --regexp '^slurm-demo: 1000 answers from [0-9]+ workers in [0-9.]+ s, [0-9]+ tasks/s$'
+	assert_line "slurm-demo: answers in slurm-demo.answers"
+	assert_line "slurm-demo: stopped"
+	refute_output --partial "not every worker reported"
+	# kept where it said, each task answered once with its square
+	[ "$(cut -d' ' -f1 slurm-demo.answers | sort -n)" = "$(seq 1000)" ] || fail "$(head slurm-demo.answers)"
+	run -0 awk '$2 != $1 * $1' slurm-demo.answers
+	assert_output ''
+	run ls "$TMPDIR"
+	assert_output ''
+}

@@ -215,6 +215,8 @@ watch_ps() {
 	# 60% of 3 is 2, rounded up
 	assert_line --regexp '^slurm-demo: 60% barrier passed with (worker\.[^ ]+\.[123] ){2,3}$'
 	assert_line "slurm-demo: stopped"
+	assert_line --regexp '^slurm-demo: first answer [0-9]+\.[0-9]{3} s after the scatter started$'
+	refute_output --partial "not every worker reported"
 	answered_once 1000 answers
 	# the job's directory and every process it started are gone
 	run ls
@@ -266,7 +268,7 @@ watch_ps() {
 }
 
 @test "sbatch slurm-demo over three nodes: 1000 tasks answered once, every node in the broadcast and the status, the job's registry gone at the end, its password in no argv" {
-	local t0 first pass
+	local t0 pass
 	cluster
 	bg 60 bash -c "$(declare -f watch_ps); watch_ps"
 	t0=$(date +%s.%N)
@@ -291,8 +293,12 @@ watch_ps() {
 	# the barrier: at least 60% of the six (4), each a worker of the job
 	assert_line --regexp '^slurm-demo: 60% barrier passed with (worker\.n[123]\.[0-5] ){4,6}$'
 	assert_line "slurm-demo: stopped"
-	first=$(sed -n 's/^slurm-demo: first answer at //p' "slurm-$job.out")
-	echo "# sbatch to the first answer: $(echo "$first - $t0" | bc) s" >&3
+	assert_line --regexp '^slurm-demo: first answer [0-9]+\.[0-9]{3} s after the scatter started$'
+	assert_line "slurm-demo: answers in $PWD/answers"
+	echo "# sbatch to the end of the job: $(echo "$(date +%s.%N) - $t0" | bc) s; $(grep '^slurm-demo: first' "slurm-$job.out")" >&3
+	# Slurm would requeue the job after a node failure: maro-slurm said not to
+	run -0 ctl scontrol show job -o "$job"
+	assert_output --partial " Requeue=0 "
 	# the registry was the job's own, on n1: its password was in no
 	# process's argv while it ran, and the server is gone with its files
 	[ -s pass ] || fail "the job's registry password was never seen"
