@@ -236,3 +236,17 @@ squat() {
 	run ls "$TMPDIR"
 	assert_output ''
 }
+
+@test "slurm-demo takes every progress report the barrier left, even one redelivered seconds later: no sender is left waiting" {
+	local i
+	for i in 1 2; do
+		# five workers: the barrier takes three, two reports are left
+		run -0 env MARO_WORKERS=5 timeout 120 sh "$MARO_TOP/scripts/slurm-demo" 100 answers
+		assert_line --regexp '^slurm-demo: 60% barrier passed with (worker\.[^ ]+ ){3,5}$'
+		assert_line "slurm-demo: stopped"
+		refute_output --partial "not every worker reported"
+		# each report was received: no maro-send still trying to deliver one
+		run pgrep -f "maro-send -n worker\..* -p master -t progress"
+		assert_failure
+	done
+}
