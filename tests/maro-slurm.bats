@@ -144,6 +144,8 @@ squat() {
 		assert_output "maro-slurm: invalid SLURM_JOB_ID '9;id' (a number)"
 		run -2 env SLURM_JOB_ID=9 SLURM_NTASKS=2 SLURM_JOB_NUM_NODES='1+1' "$sh" -c '. maro-slurm'
 		assert_output --partial "invalid SLURM_JOB_NUM_NODES '1+1'"
+		run -2 env SLURM_JOB_ID=9 SLURM_NTASKS=2 SLURM_NNODES='2 ' "$sh" -c '. maro-slurm'
+		assert_output --partial "invalid SLURM_NNODES '2 '"
 		run -2 env MARO_WORKERS='x[$(id -u > pwned)]' "$sh" -c '. maro-slurm'
 		assert_output --partial "invalid MARO_WORKERS"
 		run -2 "$sh" -c '. maro-slurm; maro_workers 0 true'
