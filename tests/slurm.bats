@@ -191,13 +191,17 @@ answered_once() {
 }
 
 # watch_ps: every process's argv on this machine (all namespaces share the
-# process table), and the job registry's password once its file exists
+# process table), and the job registry's password once srun or a worker
+# has it (MARO_REGISTRY in its environment: no file holds it)
 watch_ps() {
+	local p
 	while :; do
+		[ -s pass ] || for p in $(pgrep -f '^(srun --ntasks=|maro-dist -n worker)'); do
+			tr '\0' '\n' < "/proc/$p/environ" 2> /dev/null |
+				sed -n 's|^MARO_REGISTRY=redis://:\([0-9a-f]*\)@.*|\1|p' > pass.new
+			[ ! -s pass.new ] || { mv pass.new pass; break; }
+		done 2> /dev/null
 		ps -e -ww -o args= >> ps.log
-		for f in maro-job.*/registry.pass; do
-			[ -s "$f" ] && [ ! -s pass ] && cp "$f" pass
-		done
 		sleep 0.05
 	done
 }
@@ -211,6 +215,8 @@ watch_ps() {
 	# 60% of 3 is 2, rounded up
 	assert_line --regexp '^slurm-demo: 60% barrier passed with (worker\.[^ ]+\.[123] ){2,3}$'
 	assert_line "slurm-demo: stopped"
+	assert_line --regexp '^slurm-demo: first answer [0-9]+\.[0-9]{3} s after the scatter started$'
+	refute_output --partial "not every worker reported"
 	answered_once 1000 answers
 	# the job's directory and every process it started are gone
 	run ls
@@ -262,7 +268,7 @@ watch_ps() {
 }
 
 @test "sbatch slurm-demo over three nodes: 1000 tasks answered once, every node in the broadcast and the status, the job's registry gone at the end, its password in no argv" {
-	local t0 first pass
+	local t0 pass
 	cluster
 	bg 60 bash -c "$(declare -f watch_ps); watch_ps"
 	t0=$(date +%s.%N)
@@ -287,8 +293,12 @@ watch_ps() {
 	# the barrier: at least 60% of the six (4), each a worker of the job
 	assert_line --regexp '^slurm-demo: 60% barrier passed with (worker\.n[123]\.[0-5] ){4,6}$'
 	assert_line "slurm-demo: stopped"
-	first=$(sed -n 's/^slurm-demo: first answer at //p' "slurm-$job.out")
-	echo "# sbatch to the first answer: $(echo "$first - $t0" | bc) s" >&3
+	assert_line --regexp '^slurm-demo: first answer [0-9]+\.[0-9]{3} s after the scatter started$'
+	assert_line "slurm-demo: answers in $PWD/answers"
+	echo "# sbatch to the end of the job: $(echo "$(date +%s.%N) - $t0" | bc) s; $(grep '^slurm-demo: first' "slurm-$job.out")" >&3
+	# Slurm would requeue the job after a node failure: maro-slurm said not to
+	run -0 ctl scontrol show job -o "$job"
+	assert_output --partial " Requeue=0 "
 	# the registry was the job's own, on n1: its password was in no
 	# process's argv while it ran, and the server is gone with its files
 	[ -s pass ] || fail "the job's registry password was never seen"
@@ -392,6 +402,50 @@ watch_ps() {
 	assert_output "$(printf 'member worker.%s\n' n1.1 n1.2 n1.3 n2.1 n2.2 n2.3; echo 10000)"
 	run -0 ctl scontrol show job -o "$job"
 	assert_output --partial "JobState=COMPLETED"
+}
+
+@test "a job script that ends while its workers run: they get SIGTERM themselves and leave the site's Redis at once, not at their TTL" {
+	cluster
+	# a TTL longer than the test: only leaving removes an entry
+	export MARO_REGISTRY=redis://${ADDR[ctl]}:6379/0 MARO_TTL=60s
+	cat > ends.sh <<-'EOF'
+	#!/bin/sh
+	set -eu
+	. maro-slurm
+	maro_workers maro-dist -n 'worker.%h.%r' --raw \
+		--co 'master:sq:1' 'while read -r x; do echo $((x * x)); done'
+	maro-peers -e worker="$MARO_WORKERS" -W 30s -q
+	echo "workers live: $(maro-peers -P worker -f json | wc -l)"
+	EOF
+	submit --nodes=2 --ntasks-per-node=2 ends.sh
+	wait_until 40 ended "$job" || fail "job $job: $(cat job.out)"
+	run -0 ctl redis-cli -h "${ADDR[ctl]}" -p 6379 --scan --pattern "maro:slurm-$job:*"
+	assert_output ''
+	# each task got SIGTERM, its handlers too (a worker whose coprocess
+	# ended first says so and exits 1)
+	run -0 cat job.out
+	assert_line "workers live: 4"
+	refute_output --partial "exit code 137"
+	refute_output --regexp "signal|Killed"
+	run -0 ctl scontrol show job -o "$job"
+	assert_output --partial "JobState=COMPLETED"
+	wait_until 15 all_clean || fail "left on the nodes: $(leftovers)"
+}
+
+@test "a job of one node: the registry is dir: in the job's directory, no redis-server, and the page's job script runs" {
+	cluster
+	example 3 > job.sh
+	echo 'echo "registry $MARO_REGISTRY"' >> job.sh
+	submit --nodes=1 --ntasks-per-node=4 job.sh
+	wait_until 40 ended "$job" || fail "job $job: $(cat job.out)"
+	run -0 cat job.out
+	assert_line --regexp "^registry dir:$BATS_TEST_TMPDIR/maro-job\.[A-Za-z0-9]{6}/registry\$"
+	[ "$(grep -v '^registry' job.out | sort -n)" = "$(seq 100 | awk '{ print $1 * $1 }')" ] || fail "$output"
+	run -0 ctl scontrol show job -o "$job"
+	assert_output --partial "JobState=COMPLETED"
+	assert_output --partial "NumNodes=1 NumCPUs=4 NumTasks=4"
+	run ls
+	refute_output --partial maro-job
 }
 
 # Last: the node it kills is down for the rest of the suite.
