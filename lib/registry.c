@@ -920,9 +920,15 @@ maro_registry_unregister(struct maro_registry *r, const char *name)
 int
 maro_registry_lookup(struct maro_registry *r, const char *name, struct maro_entry *e)
 {
+	int rc;
+
 	if (!maro_name_valid(name))
 		return 0;
-	return r->be->get(r, name, e);
+	r->altered = 0;
+	rc = r->be->get(r, name, e);
+	if (rc == 0 && r->altered)
+		errno = EKEYREJECTED;
+	return rc;
 }
 
 static int

@@ -146,7 +146,12 @@ int maro_registry_set_info(struct maro_registry *r, const char *name, const char
 int maro_registry_heartbeat(struct maro_registry *r);
 /* Removes one entry of this handle at once (0 if the name is not this handle's). */
 int maro_registry_unregister(struct maro_registry *r, const char *name);
-/* 1 with *e when name is live, 0 when it is not (or invalid, or garbage), -1 on error. */
+/*
+ * 1 with *e when name is live, 0 when it is not (or invalid, or garbage),
+ * -1 on error.  0 with errno EKEYREJECTED: with a group key, an entry is
+ * there but fails its MAC (its holder has no group key, or another
+ * group's; or someone without the key changed it).
+ */
 int maro_registry_lookup(struct maro_registry *r, const char *name, struct maro_entry *e);
 /*
  * The live, non-private entries whose name starts with prefix (NULL or ""
