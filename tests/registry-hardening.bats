@@ -195,3 +195,45 @@ forge() {
 	run -0 timeout 20 maro-send -p victim.2 -t t -d mine --notification -W 10s
 	wait_until 10 grep -qx mine victim.out
 }
+
+# acl_user NAME GROUP PASSWORD: a Redis user that may touch group GROUP's keys only, as maro(7) SECURITY shows
+acl_user() {
+	rcli ACL SETUSER "$1" on ">$3" resetkeys "~maro:$2:*" resetchannels -@all +auth +ping +select +role \
+		+eval +time +type +hget +hset +hgetall +del +pttl +pexpire +zadd +zrem +zrangebyscore \
+		+zremrangebyscore > /dev/null
+}
+
+@test "redis: the ACL of maro(7) SECURITY keeps a group's clients to its own keys, and the tools work with it" {
+	[ "$MARO_TEST_BACKEND" = redis ] || skip "redis only"
+	local port a b
+	port=$(redis_port)
+	acl_user "ga-$$" "A$$" pw-a
+	acl_user "gb-$$" "B$$" pw-b
+	a="redis://ga-$$:pw-a@127.0.0.1:$port/0"
+	b="redis://gb-$$:pw-b@127.0.0.1:$port/0"
+	# the tools, as group A's user: join, list, send, leave
+	MARO_REGISTRY=$a MARO_GROUP=A$$ bg 60 maro-recv -n w.1 -C 1 -W 50s -f payload > a.out
+	local recv=$BG_PID
+	MARO_REGISTRY=$a MARO_GROUP=A$$ wait_until 10 is_live w.1
+	MARO_REGISTRY=$b MARO_GROUP=B$$ bg 60 maro-recv -n w.1 -W 50s -f payload > b.out
+	MARO_REGISTRY=$b MARO_GROUP=B$$ wait_until 10 is_live w.1
+	run -0 timeout 20 env MARO_REGISTRY="$a" MARO_GROUP="A$$" maro-send -p w.1 -t t -d for-a --notification -W 10s
+	wait_exit "$recv" 20
+	[ "$status" -eq 0 ]
+	[ "$(cat a.out)" = for-a ]
+	# group B's keys: A's user can neither read nor write them, nor anything else
+	run -0 redis-cli --user "ga-$$" --pass pw-a --no-auth-warning -p "$port" HGETALL "maro:B$$:m:w.1"
+	[[ "$output" == *NOPERM* ]]
+	run -0 redis-cli --user "ga-$$" --pass pw-a --no-auth-warning -p "$port" HSET "maro:B$$:m:w.1" endpoint tcp://127.0.0.1:9
+	[[ "$output" == *NOPERM* ]]
+	run -0 redis-cli --user "ga-$$" --pass pw-a --no-auth-warning -p "$port" EVAL "return redis.call('HSET', KEYS[1], 'endpoint', 'x')" 1 "maro:B$$:m:w.1"
+	[[ "$output" == *NOPERM* || "$output" == *"No permissions"* ]]
+	run -0 redis-cli --user "ga-$$" --pass pw-a --no-auth-warning -p "$port" KEYS '*'
+	[[ "$output" == *NOPERM* ]]
+	run -0 redis-cli --user "ga-$$" --pass pw-a --no-auth-warning -p "$port" FLUSHALL
+	[[ "$output" == *NOPERM* ]]
+	# nor through the tools: group B under A's user is refused
+	run -69 timeout 20 env MARO_REGISTRY="$a" MARO_GROUP="B$$" maro-peers
+	[ "$(rcli HGET "maro:B$$:m:w.1" endpoint)" != tcp://127.0.0.1:9 ]
+	rcli ACL DELUSER "ga-$$" "gb-$$" > /dev/null
+}
