@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <sodium.h>
 #include <zmq.h>
 
 #include "buf.h"
@@ -20,6 +21,25 @@ void
 maro_curve_wipe(struct maro_curve_key *k)
 {
 	explicit_bzero(k->secret_z85, sizeof k->secret_z85);
+}
+
+int
+maro_curve_derive(const struct maro_curve_key *k, uint64_t id, const char ctx[8], unsigned char *out,
+    size_t outlen)
+{
+	uint8_t secret[32];
+	int rc = -1;
+
+	/* picks libsodium's fastest code; fails only without a random source, which this needs not */
+	if (sodium_init() < 0)
+		rc = -1;
+	if (outlen >= crypto_kdf_BYTES_MIN && outlen <= crypto_kdf_BYTES_MAX &&
+	    strlen(k->secret_z85) == MARO_Z85_KEY && zmq_z85_decode(secret, k->secret_z85))
+		rc = crypto_kdf_derive_from_key(out, outlen, id, ctx, secret);
+	explicit_bzero(secret, sizeof secret);
+	if (rc < 0)
+		errno = EINVAL;
+	return rc < 0 ? -1 : 0;
 }
 
 int

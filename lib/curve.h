@@ -19,6 +19,7 @@
 #define MARO_CURVE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #define MARO_Z85_KEY 40
 
@@ -44,6 +45,16 @@ int maro_curve_load(const char *path, struct maro_curve_key *k, char *errbuf, si
 
 /* Wipes the secret from memory. */
 void maro_curve_wipe(struct maro_curve_key *k);
+
+/*
+ * A key for another use of the group key, never the key itself: libsodium's
+ * crypto_kdf_derive_from_key(out, outlen, id, ctx, the 32 bytes of the
+ * secret key), ctx 8 characters (maro(7) names each use: the registry's
+ * entry MAC is id 1, "maro-reg", 32 bytes).  outlen 16 to 64.  0, or -1
+ * (EINVAL: no valid secret key in k).
+ */
+int maro_curve_derive(const struct maro_curve_key *k, uint64_t id, const char ctx[8],
+    unsigned char *out, size_t outlen);
 
 /*
  * The authentication handler of a ZeroMQ context: a thread that answers

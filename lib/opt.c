@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "message.h"
 #include "opt.h"
+#include "registry.h"
 #include "scheduler.h"
 
 /* The shared flags, declared once: every tool that names one gets this. */
@@ -108,9 +109,20 @@ collect(const struct maro_tool *t, struct maro_opt out[MAX_OPTS])
 	return n;
 }
 
+/* What the registry tells (registry.h): level 0 under -v, 1 always. */
+static void
+registry_notice(int level, const char *msg)
+{
+	if (level)
+		maro_warn("%s", msg);
+	else
+		maro_info("%s", msg);
+}
+
 void
 maro_common_init(struct maro_common *cm)
 {
+	maro_registry_notice = registry_notice;
 	memset(cm, 0, sizeof *cm);
 	cm->timeout = -1;
 	cm->format = isatty(STDOUT_FILENO) ? MARO_FORMAT_JSON : MARO_FORMAT_CBOR;

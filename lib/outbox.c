@@ -783,7 +783,13 @@ dest_lookup(struct maro_outbox *ob, struct dest *d, int64_t now)
 		d->next_lookup = ob->lookup_after;
 		return;
 	}
+	errno = 0;
 	rc = maro_registry_lookup(ob->c->reg, d->name, &e);
+	if (rc == 0 && errno == EKEYREJECTED) {
+		/* as a handshake would say, had the entry been trusted enough to connect */
+		dest_refused(ob, d, "its entry lacks our group key's MAC: it has no group key, or another group's");
+		return;
+	}
 	/* the next one counts from now: a look-up may take long */
 	now = maro_now_us();
 	d->next_lookup = now + LOOKUP_AGAIN_US;

@@ -68,6 +68,7 @@ struct dir {
 	int ofd;			/* our owner lock file, from the first registration */
 	char owner[64];
 	int swept;
+	struct maro_registry *r;	/* whose entries' MACs parse_entry checks */
 };
 
 static struct dir *
@@ -185,6 +186,7 @@ dir_open(struct maro_registry *r, const char *where)
 	if (!d)
 		return maro_registry_fail(r, ENOMEM, "out of memory");
 	d->dfd = d->gfd = d->ofd = -1;
+	d->r = r;
 	r->priv = d;
 	if (*where != '/')
 		return maro_registry_fail(r, EINVAL, "invalid registry 'dir:%s' (the path must be absolute)",
@@ -385,8 +387,8 @@ owner_alive(struct dir *d, const char *owner)
  * (touch_own), so the heartbeat is the later of its hb field and its mtime.
  */
 static int
-parse_entry(int fd, const struct stat *st, struct maro_entry *e, struct maro_registry_meta *m,
-    int64_t *written)
+parse_entry(struct maro_registry *r, int fd, const struct stat *st, struct maro_entry *e,
+    struct maro_registry_meta *m, int64_t *written)
 {
 	char buf[ENTRY_MAX + 1], *p, *end;
 	ssize_t n;
@@ -416,7 +418,7 @@ parse_entry(int fd, const struct stat *st, struct maro_entry *e, struct maro_reg
 		    maro_registry_field(e, m, p, (size_t)(eq - p), eq + 1, (size_t)(end - eq - 1)) < 0)
 			return -1;
 	}
-	if (maro_registry_entry_check(e, m) != 0 || !m->owner[0])
+	if (maro_registry_entry_check(r, e, m) != 0 || !m->owner[0])
 		return -1;
 	if (written)
 		*written = m->hb_ms;	/* the last heartbeat that wrote the file */
@@ -435,7 +437,7 @@ read_entry(struct dir *d, const char *file, struct maro_entry *e, struct maro_re
 
 	if (fd < 0)
 		return errno == ENOENT ? 0 : -1;
-	rc = parse_entry(fd, &st, e, m, NULL);
+	rc = parse_entry(d->r, fd, &st, e, m, NULL);
 	close(fd);
 	return rc;
 }
@@ -605,19 +607,22 @@ write_entry(struct maro_registry *r, const struct maro_entry *e)
 {
 	struct dir *d = D(r);
 	struct maro_registry_fields f;
-	char text[ENTRY_MAX + 1], tmp[64], file[MARO_NAME_MAX + 8];
+	char text[ENTRY_MAX + 1], tmp[64], file[MARO_NAME_MAX + 8], ttl[24], mac[MARO_MAC_HEX + 1];
 	size_t len = 0, i;
 	int fd, n, err;
 
 	maro_registry_fields(e, &f);
+	snprintf(ttl, sizeof ttl, "%lld", (long long)r->ttl_ms);
+	maro_registry_mac(r, &f, r->token, ttl, d->owner, mac);
 	for (i = 0; i < MARO_REGISTRY_NFIELDS; i++) {
 		n = snprintf(text + len, sizeof text - len, "%s=%s\n", f.key[i], f.val[i]);
 		if (n < 0 || (size_t)n >= sizeof text - len)
 			return maro_registry_fail(r, EINVAL, "entry of '%s' too long", e->name);
 		len += (size_t)n;
 	}
-	n = snprintf(text + len, sizeof text - len, "token=%s\nhb=%lld\nttl=%lld\nowner=%s\n",
-	    r->token, (long long)maro_registry_wall_ms(), (long long)r->ttl_ms, d->owner);
+	n = snprintf(text + len, sizeof text - len, "token=%s\nhb=%lld\nttl=%s\nowner=%s\n%s%s%s",
+	    r->token, (long long)maro_registry_wall_ms(), ttl, d->owner, mac[0] ? "mac=" : "", mac,
+	    mac[0] ? "\n" : "");
 	if (n < 0 || (size_t)n >= sizeof text - len)
 		return maro_registry_fail(r, EINVAL, "entry of '%s' too long", e->name);
 	len += (size_t)n;
@@ -667,7 +672,7 @@ touch_own(struct maro_registry *r, const struct maro_entry *e)
 	fd = open_plain(d, file, &st);
 	if (fd < 0)
 		return 0;
-	ok = parse_entry(fd, &st, &cur, &m, &written) == 1 && !strcmp(m.token, r->token) &&
+	ok = parse_entry(r, fd, &st, &cur, &m, &written) == 1 && !strcmp(m.token, r->token) &&
 	    !strcmp(m.owner, d->owner) && m.ttl_ms == r->ttl_ms &&
 	    (age = maro_registry_wall_ms() - written) < REWRITE_MS && !strcmp(cur.name, e->name) &&
 	    !strcmp(cur.type, e->type) && !strcmp(cur.endpoint, e->endpoint) &&

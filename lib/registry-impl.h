@@ -17,6 +17,11 @@
 
 /* An owner token: 32 hex digits from getrandom(2), one per handle. */
 #define MARO_TOKEN_LEN 32
+/* The entry MAC (keyed BLAKE2b-256), as stored: 64 hex digits. */
+#define MARO_MAC_BYTES 32
+#define MARO_MAC_HEX (2 * MARO_MAC_BYTES)
+/* names whose notice a handle gave (maro_registry_notice), each kind */
+#define MARO_NOTICED_MAX 8
 /* MARO_TTL bounds; opts->ttl_ms is taken as given (tests use tiny ones). */
 #define MARO_TTL_DEFAULT_MS 5000
 #define MARO_TTL_MIN_MS 2000
@@ -47,6 +52,15 @@ struct maro_registry {
 	size_t nown, capown;
 	struct maro_entry status;		/* the host's figures (ncpu, load1, mem) */
 	int64_t status_us;			/* when they were read (maro_now_us), 0 never */
+	int keyed;				/* a group key: entries carry a MAC under mac_key */
+	unsigned char mac_key[MARO_MAC_BYTES];	/* wiped at close */
+	/*
+	 * Set by a backend's put when what it found under the name had been
+	 * changed by someone else (a wrong MAC, or fields not as this handle
+	 * wrote them); cleared and read by the common part around a refresh.
+	 */
+	int altered;
+	char noticed[2][MARO_NOTICED_MAX][MARO_NAME_MAX + 1];
 };
 
 /*
@@ -100,6 +114,12 @@ struct maro_registry_fields {
 };
 void maro_registry_fields(const struct maro_entry *e, struct maro_registry_fields *f);
 
+/*
+ * The fields the MAC covers, in its order: the entry's own (as
+ * maro_registry_fields lists them), then token, ttl and owner.
+ */
+#define MARO_MAC_NFIELDS (MARO_REGISTRY_NFIELDS + 3)
+
 /* What a stored entry says besides the entry: filled by maro_registry_field. */
 struct maro_registry_meta {
 	int64_t hb_ms;				/* last heartbeat, the backend's clock */
@@ -107,6 +127,12 @@ struct maro_registry_meta {
 	char token[MARO_TOKEN_LEN + 1];
 	char owner[64];				/* dir: the owner's lock file */
 	unsigned seen;				/* required fields met, one bit each */
+	/* the covered fields as stored (absent: NULL), valid while the stored bytes are */
+	const char *raw[MARO_MAC_NFIELDS];
+	size_t rawlen[MARO_MAC_NFIELDS];
+	unsigned char mac[MARO_MAC_BYTES];
+	int has_mac;
+	int mac_bad;				/* set by maro_registry_entry_check */
 };
 
 /*
@@ -116,8 +142,28 @@ struct maro_registry_meta {
  */
 int maro_registry_field(struct maro_entry *e, struct maro_registry_meta *m, const char *key,
     size_t klen, const char *val, size_t vlen);
-/* 0 when every required field was seen and valid, -1 otherwise. */
-int maro_registry_entry_check(const struct maro_entry *e, const struct maro_registry_meta *m);
+/*
+ * 0 when every required field was seen and valid and, with a group key,
+ * the MAC is right; -1 otherwise (with m->mac_bad, r->altered set and a
+ * notice given when only the MAC fails).  Call it while the stored bytes
+ * the fields came from are still there (m->raw points into them).
+ */
+int maro_registry_entry_check(struct maro_registry *r, const struct maro_entry *e,
+    struct maro_registry_meta *m);
+/*
+ * The MAC of an entry as a writer stores it: its fields f, its token, ttl
+ * (as stored, decimal) and owner ("" on Redis), as MARO_MAC_HEX hex digits
+ * in out; "" without a group key.
+ */
+void maro_registry_mac(const struct maro_registry *r, const struct maro_registry_fields *f,
+    const char *token, const char *ttl, const char *owner, char out[MARO_MAC_HEX + 1]);
+/*
+ * The MAC of the covered fields as stored (val[i], len[i] in the order of
+ * MARO_MAC_NFIELDS; NULL: absent, read as empty) of an entry of group, in
+ * out.  -1 when a value holds a newline (no writer stores one), else 0.
+ */
+int maro_registry_mac_raw(const unsigned char key[MARO_MAC_BYTES], const char *group,
+    const char *const *val, const size_t *len, unsigned char out[MARO_MAC_BYTES]);
 
 /* Appends e unless it is private; -1 ENOMEM. */
 int maro_registry_collect(struct maro_registry *r, struct maro_registry_list *l,

@@ -4,15 +4,16 @@
  *
  *   maro:GROUP:m:NAME   hash: the entry's fields (registry-impl.h) plus
  *                       token (the owner's), hb (server clock, ms), ttl
- *                       (ms) and sum (what a renewal checks: fields_sum);
- *                       PEXPIRE ttl at every heartbeat
+ *                       (ms) and, with a group key, mac; PEXPIRE ttl at
+ *                       every heartbeat
  *   maro:GROUP:members  sorted set of names scored by expiry time (server
  *                       clock, ms); lives as long as its longest member
  *
  * Every write is one Lua script, so check-and-set, expiry and membership
  * change together and only the owner's token refreshes or removes an
  * entry.  A heartbeat that changes nothing but the time renews hb, the
- * expiry and the membership score only (SCRIPT_RENEW); the whole entry is
+ * expiry and the membership score only (SCRIPT_RENEW), after checking that
+ * every field is still what this handle wrote; the whole entry is
  * written every REWRITE_MS, or when it changed.  Times come from the server's clock (TIME), so hosts need not
  * agree on the time.  A lost connection is reopened at the next call; a
  * server that restarted empty gets the entries back at the next heartbeat.
@@ -56,6 +57,8 @@
 /* What this handle last wrote under a name: what a renewal must find there. */
 struct written {
 	char name[MARO_NAME_MAX + 1];
+	struct maro_entry e;		/* the entry written */
+	char mac[MARO_MAC_HEX + 1];	/* its mac field ("" without a key) */
 	char sum[17];			/* fields_sum() of the entry written */
 	uint64_t stats;			/* a hash of its stats */
 	int64_t at_ms;			/* when (this host's wall clock), 0 unused */
@@ -120,16 +123,28 @@ static const char SCRIPT_PUT[] =
 	"return {1}\n";
 
 /*
- * KEYS: entry, members.  ARGV: token, ttl ms, name, sum.  A heartbeat
- * that would write what is there already: when the hash is the token's,
- * has not expired and its sum field is ARGV[4] (the same fields but the
- * host's figures and stats), its hb, expiry and membership are renewed.
- * Returns 1, or 0 when the entry must be written whole (SCRIPT_PUT).
+ * KEYS: entry, members.  ARGV: token, ttl ms, name, then the fields the
+ * handle last wrote there (key, value, ...; all but hb).  A heartbeat
+ * that would write what is there already: when the hash has not expired
+ * and holds exactly those fields (hb aside), its hb, expiry and
+ * membership are renewed.  Returns 1; 0 when the entry must be written
+ * whole (SCRIPT_PUT): gone, expired or another token's; 2 when it holds
+ * the token but a field was changed, added or removed (someone else
+ * wrote there: SCRIPT_PUT writes it back).
  */
 static const char SCRIPT_RENEW[] =
-	"if redis.call('TYPE', KEYS[1])['ok'] ~= 'hash' then return 0 end\n"
-	"local cur = redis.call('HMGET', KEYS[1], 'token', 'sum')\n"
-	"if cur[1] ~= ARGV[1] or cur[2] ~= ARGV[4] or redis.call('PTTL', KEYS[1]) <= 0 then return 0 end\n"
+	"if redis.call('TYPE', KEYS[1])['ok'] ~= 'hash' or redis.call('PTTL', KEYS[1]) <= 0 then return 0 end\n"
+	"if redis.call('HGET', KEYS[1], 'token') ~= ARGV[1] then return 0 end\n"
+	"local want, n = {}, 0\n"
+	"for i = 4, #ARGV - 1, 2 do want[ARGV[i]] = ARGV[i + 1]; n = n + 1 end\n"
+	"local h = redis.call('HGETALL', KEYS[1])\n"
+	"for i = 1, #h - 1, 2 do\n"
+	"  if h[i] ~= 'hb' then\n"
+	"    if want[h[i]] ~= h[i + 1] then return 2 end\n"
+	"    n = n - 1\n"
+	"  end\n"
+	"end\n"
+	"if n ~= 0 then return 2 end\n"
 	LUA_NOW
 	"local ttl = tonumber(ARGV[2])\n"
 	"redis.call('HSET', KEYS[1], 'hb', string.format('%.0f', now))\n"
@@ -195,7 +210,11 @@ unhex(int c)
 	return -1;
 }
 
-/* A URL's user or password, %XX decoded. */
+/*
+ * A URL's user or password, %XX decoded; NULL with errno: EILSEQ for a
+ * '%' not followed by two hex digits, or one that decodes to a NUL byte
+ * (once taken literally, or cutting the password short), ENOMEM.
+ */
 static char *
 url_part(const char *s, size_t n)
 {
@@ -205,12 +224,19 @@ url_part(const char *s, size_t n)
 	if (!out)
 		return NULL;
 	for (i = 0; i < n; i++) {
-		if (s[i] == '%' && i + 2 < n && unhex(s[i + 1]) >= 0 && unhex(s[i + 2]) >= 0) {
-			*o++ = (char)(unhex(s[i + 1]) * 16 + unhex(s[i + 2]));
-			i += 2;
-		} else {
+		if (s[i] != '%') {
 			*o++ = s[i];
+			continue;
 		}
+		if (i + 2 >= n || unhex(s[i + 1]) < 0 || unhex(s[i + 2]) < 0 ||
+		    (s[i + 1] == '0' && s[i + 2] == '0')) {
+			explicit_bzero(out, n + 1);
+			free(out);
+			errno = EILSEQ;
+			return NULL;
+		}
+		*o++ = (char)(unhex(s[i + 1]) * 16 + unhex(s[i + 2]));
+		i += 2;
 	}
 	*o = '\0';
 	return out;
@@ -905,7 +931,13 @@ redis_open(struct maro_registry *r, const char *url)
 	if (!d)
 		return maro_registry_fail(r, ENOMEM, "out of memory");
 	r->priv = d;
-	if (parse_url(d, url) < 0)
+	errno = 0;
+	rc = parse_url(d, url);
+	if (rc < 0 && errno == EILSEQ)
+		return maro_registry_fail(r, EINVAL, "invalid %s URL: a %%-escape in its user or password "
+		    "is not %%XX with two hex digits, or is %%00", !strncmp(url, "redis+sentinel:", 15) ?
+		    "sentinel" : "redis");
+	if (rc < 0)
 		return maro_registry_fail(r, EINVAL, !strncmp(url, "redis+sentinel:", 15) ?
 		    "invalid sentinel URL (redis+sentinel://[user:password@]host[:port][,host[:port]...]/master[/db])" :
 		    "invalid redis URL (redis://[user:password@]host:port[/db])");
@@ -940,9 +972,10 @@ redis_close(struct maro_registry *r)
 	r->priv = NULL;
 }
 
-/* An HGETALL reply into e and m; 0, or -1 when it is garbage. */
+/* An HGETALL reply into e and m; 0, or -1 when it is garbage (or fails its MAC). */
 static int
-parse_hash(const redisReply *h, struct maro_entry *e, struct maro_registry_meta *m)
+parse_hash(struct maro_registry *r, const redisReply *h, struct maro_entry *e,
+    struct maro_registry_meta *m)
 {
 	size_t i;
 
@@ -957,7 +990,7 @@ parse_hash(const redisReply *h, struct maro_entry *e, struct maro_registry_meta 
 		    maro_registry_field(e, m, k->str, k->len, v->str, v->len) < 0)
 			return -1;
 	}
-	return maro_registry_entry_check(e, m);
+	return maro_registry_entry_check(r, e, m);
 }
 
 static void
@@ -982,13 +1015,13 @@ unexpected(struct maro_registry *r, redisReply *rep)
  * name meanwhile), or NULL.
  */
 static const char *
-garbage_token(const redisReply *h, char *out, size_t len)
+garbage_token(struct maro_registry *r, const redisReply *h, char *out, size_t len)
 {
 	struct maro_entry e;
 	struct maro_registry_meta m;
 	size_t i;
 
-	if (parse_hash(h, &e, &m) == 0 || h->type != REDIS_REPLY_ARRAY)
+	if (parse_hash(r, h, &e, &m) == 0 || h->type != REDIS_REPLY_ARRAY)
 		return NULL;
 	for (i = 0; i + 1 < h->elements; i += 2) {
 		const redisReply *k = h->element[i], *v = h->element[i + 1];
@@ -1021,7 +1054,10 @@ hash_strings(const char *const *v, size_t n)
 	return h;
 }
 
-/* The sum field: a hash of the entry's fields but the host's figures (ncpu, load1, mem) and stats. */
+/*
+ * What decides between a renewal and a whole write (renew()): a hash of the
+ * entry's fields but the host's figures (ncpu, load1, mem) and stats.
+ */
 static void
 fields_sum(const struct maro_registry *r, const struct maro_registry_fields *f, char out[17])
 {
@@ -1061,18 +1097,22 @@ written_slot(struct rds *d, const char *name, int make)
  * A heartbeat that changes nothing but the time (nor the stats, or they
  * were written less than STATS_REWRITE_MS ago) and comes less than
  * REWRITE_MS after the last write: SCRIPT_RENEW, a few small commands
- * where SCRIPT_PUT writes every field.  1 renewed, 0 when the entry must
- * be written, -1 the server is unreachable.
+ * where SCRIPT_PUT writes every field.  It checks every field against what
+ * was written (w), not only the token: a registry client that changed one
+ * (an endpoint of its own) is undone at once.  1 renewed, 0 when the
+ * entry must be written (r->altered set when someone else changed it),
+ * -1 the server is unreachable.
  */
 static int
 renew(struct maro_registry *r, const struct maro_entry *e, const char *sum, uint64_t stats,
     const char *key, const char *members, const char *ttl)
 {
 	struct written *w = written_slot(R(r), e->name, 0);
-	const char *argv[] = { "EVAL", SCRIPT_RENEW, "2", key, members, r->token, ttl, e->name, sum };
+	struct maro_registry_fields f;
+	const char *argv[8 + 2 * (MARO_REGISTRY_NFIELDS + 3)];
 	int64_t age;
 	redisReply *rep;
-	int rc;
+	int rc, argc = 0, i;
 
 	/* after a new connection (a new primary may lack the last writes): whole */
 	if (!w || strcmp(w->sum, sum) != 0 || w->epoch != R(r)->epoch)
@@ -1080,9 +1120,32 @@ renew(struct maro_registry *r, const struct maro_entry *e, const char *sum, uint
 	age = maro_registry_wall_ms() - w->at_ms;
 	if (age < 0 || age >= REWRITE_MS || (w->stats != stats && age >= STATS_REWRITE_MS))
 		return 0;
-	rep = command(r, (int)(sizeof argv / sizeof argv[0]), argv);
+	maro_registry_fields(&w->e, &f);
+	argv[argc++] = "EVAL";
+	argv[argc++] = SCRIPT_RENEW;
+	argv[argc++] = "2";
+	argv[argc++] = key;
+	argv[argc++] = members;
+	argv[argc++] = r->token;
+	argv[argc++] = ttl;
+	argv[argc++] = e->name;
+	for (i = 0; i < MARO_REGISTRY_NFIELDS; i++) {
+		argv[argc++] = f.key[i];
+		argv[argc++] = f.val[i];
+	}
+	argv[argc++] = "token";
+	argv[argc++] = r->token;
+	argv[argc++] = "ttl";
+	argv[argc++] = ttl;
+	if (w->mac[0]) {
+		argv[argc++] = "mac";
+		argv[argc++] = w->mac;
+	}
+	rep = command(r, argc, argv);
 	if (!rep)
 		return -1;
+	if (rep->type == REDIS_REPLY_INTEGER && rep->integer == 2)
+		r->altered = 1;
 	rc = rep->type == REDIS_REPLY_INTEGER && rep->integer == 1 && w->epoch == R(r)->epoch;
 	freeReplyObject(rep);
 	return rc;
@@ -1095,6 +1158,7 @@ redis_put(struct maro_registry *r, const struct maro_entry *e, int takeover, str
 	struct maro_registry_meta m;
 	struct written *w;
 	char key[MARO_NAME_MAX * 2 + 16], members[MARO_NAME_MAX + 16], ttl[24], junk[128], sum[17];
+	char mac[MARO_MAC_HEX + 1];
 	const char *argv[11 + 2 * MARO_REGISTRY_NFIELDS], *stats = e->stats;
 	uint64_t stats_hash = hash_strings(&stats, 1);
 	redisReply *rep;
@@ -1109,6 +1173,7 @@ redis_put(struct maro_registry *r, const struct maro_entry *e, int takeover, str
 		if (rc != 0)
 			return rc > 0 ? 0 : -1;
 	}
+	maro_registry_mac(r, &f, r->token, ttl, "", mac);
 	argv[argc++] = "EVAL";
 	argv[argc++] = SCRIPT_PUT;
 	argv[argc++] = "2";
@@ -1122,8 +1187,10 @@ redis_put(struct maro_registry *r, const struct maro_entry *e, int takeover, str
 		argv[argc++] = f.key[i];
 		argv[argc++] = f.val[i];
 	}
-	argv[argc++] = "sum";
-	argv[argc++] = sum;
+	if (mac[0]) {
+		argv[argc++] = "mac";
+		argv[argc++] = mac;
+	}
 	for (attempt = 0;; attempt++) {
 		rep = command(r, argc, argv);
 		if (!rep)
@@ -1131,8 +1198,9 @@ redis_put(struct maro_registry *r, const struct maro_entry *e, int takeover, str
 		if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 1 ||
 		    rep->element[0]->type != REDIS_REPLY_INTEGER)
 			return unexpected(r, rep);
+		/* a holder that is garbage, or fails its MAC, is written over (that hash only) */
 		if (attempt || rep->element[0]->integer == 1 || rep->elements < 2 || takeover ||
-		    !garbage_token(rep->element[1], junk, sizeof junk))
+		    !garbage_token(r, rep->element[1], junk, sizeof junk))
 			break;
 		argv[6] = junk;
 		freeReplyObject(rep);
@@ -1140,12 +1208,14 @@ redis_put(struct maro_registry *r, const struct maro_entry *e, int takeover, str
 	if (rep->element[0]->integer == 1) {
 		rc = 0;
 		w = written_slot(R(r), e->name, 1);
+		w->e = *e;
+		memcpy(w->mac, mac, sizeof w->mac);
 		memcpy(w->sum, sum, sizeof w->sum);
 		w->stats = stats_hash;
 		w->at_ms = maro_registry_wall_ms();
 		w->epoch = R(r)->epoch;
 	} else {
-		if (rep->elements < 2 || parse_hash(rep->element[1], holder, &m) < 0)
+		if (rep->elements < 2 || parse_hash(r, rep->element[1], holder, &m) < 0)
 			memset(holder, 0, sizeof *holder);
 		rc = maro_registry_fail(r, EEXIST, "name '%s' is held", e->name);
 	}
@@ -1188,7 +1258,7 @@ redis_get(struct maro_registry *r, const char *name, struct maro_entry *e)
 	if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 1 ||
 	    rep->element[0]->type != REDIS_REPLY_INTEGER)
 		return unexpected(r, rep);
-	if (rep->elements == 2 && parse_hash(rep->element[1], &cur, &m) == 0 &&
+	if (rep->elements == 2 && parse_hash(r, rep->element[1], &cur, &m) == 0 &&
 	    !strcmp(cur.name, name)) {
 		int64_t age = rep->element[0]->integer - m.hb_ms;
 
@@ -1224,7 +1294,7 @@ redis_list(struct maro_registry *r, const char *prefix, struct maro_registry_lis
 		int64_t age;
 
 		/* garbage is skipped, never trusted: a hash must name its own key */
-		if (n->type != REDIS_REPLY_STRING || parse_hash(rep->element[i + 1], &e, &m) < 0 ||
+		if (n->type != REDIS_REPLY_STRING || parse_hash(r, rep->element[i + 1], &e, &m) < 0 ||
 		    strlen(e.name) != n->len || memcmp(e.name, n->str, n->len) != 0 ||
 		    strncmp(e.name, prefix, strlen(prefix)) != 0)
 			continue;

@@ -15,9 +15,20 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sodium.h>
+
 #include "clock.h"
+#include "curve.h"
 #include "registry-impl.h"
 #include "stats.h"
+
+void (*maro_registry_notice)(int level, const char *msg);
+
+/* The keys the MAC covers, in its order (MARO_MAC_NFIELDS): maro_registry_fields's, then these. */
+static const char *const mac_keys[MARO_MAC_NFIELDS] = {
+	"name", "type", "endpoint", "host", "pid", "started", "ncpu", "load1", "mem", "info", "stats",
+	"token", "ttl", "owner",
+};
 
 enum {
 	F_NAME = 1 << 0, F_TYPE = 1 << 1, F_ENDPOINT = 1 << 2, F_HOST = 1 << 3,
@@ -227,8 +238,22 @@ maro_registry_field(struct maro_entry *e, struct maro_registry_meta *m, const ch
 {
 	char num[32], *end;
 	int64_t x;
+	size_t i;
 
-	if (KEY_IS("name")) {
+	for (i = 0; i < MARO_MAC_NFIELDS; i++)
+		if (klen == strlen(mac_keys[i]) && !memcmp(key, mac_keys[i], klen)) {
+			m->raw[i] = v;
+			m->rawlen[i] = n;
+			break;
+		}
+	if (KEY_IS("mac")) {
+		if (n != MARO_MAC_HEX || sodium_hex2bin(m->mac, sizeof m->mac, v, n, NULL, NULL, NULL) != 0)
+			return -1;
+		for (i = 0; i < n; i++)
+			if (v[i] >= 'A' && v[i] <= 'F')
+				return -1;	/* lowercase only: one spelling, as the token */
+		m->has_mac = 1;
+	} else if (KEY_IS("name")) {
 		if (text_field(e->name, sizeof e->name, v, n) < 0 || !maro_name_valid(e->name))
 			return -1;
 		m->seen |= F_NAME;
@@ -298,10 +323,97 @@ maro_registry_field(struct maro_entry *e, struct maro_registry_meta *m, const ch
 	return 0;
 }
 
-int
-maro_registry_entry_check(const struct maro_entry *e, const struct maro_registry_meta *m)
+/*
+ * Tells maro_registry_notice, once per name and level for this handle
+ * (the first MARO_NOTICED_MAX names; the rest go unsaid).
+ */
+static void
+notice(struct maro_registry *r, int level, const char *name, const char *fmt, ...)
 {
-	return (m->seen & F_REQUIRED) == F_REQUIRED ? 0 : -1;
+	char msg[512];
+	va_list ap;
+	size_t i;
+
+	if (!maro_registry_notice)
+		return;
+	for (i = 0; i < MARO_NOTICED_MAX && r->noticed[level][i][0]; i++)
+		if (!strcmp(r->noticed[level][i], name))
+			return;
+	if (i == MARO_NOTICED_MAX)
+		return;
+	snprintf(r->noticed[level][i], sizeof r->noticed[level][i], "%s", name);
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	maro_registry_notice(level, msg);
+}
+
+int
+maro_registry_mac_raw(const unsigned char key[MARO_MAC_BYTES], const char *group,
+    const char *const *val, const size_t *len, unsigned char out[MARO_MAC_BYTES])
+{
+	crypto_generichash_state st;
+	size_t i;
+	int rc = 0;
+
+	crypto_generichash_init(&st, key, MARO_MAC_BYTES, MARO_MAC_BYTES);
+	crypto_generichash_update(&st, (const unsigned char *)"group=", 6);
+	crypto_generichash_update(&st, (const unsigned char *)group, strlen(group));
+	for (i = 0; i < MARO_MAC_NFIELDS; i++) {
+		/* one line each: a newline in a value could pass for the next field */
+		if (val[i] && memchr(val[i], '\n', len[i]))
+			rc = -1;
+		crypto_generichash_update(&st, (const unsigned char *)"\n", 1);
+		crypto_generichash_update(&st, (const unsigned char *)mac_keys[i], strlen(mac_keys[i]));
+		crypto_generichash_update(&st, (const unsigned char *)"=", 1);
+		if (val[i])
+			crypto_generichash_update(&st, (const unsigned char *)val[i], len[i]);
+	}
+	crypto_generichash_update(&st, (const unsigned char *)"\n", 1);
+	crypto_generichash_final(&st, out, MARO_MAC_BYTES);
+	return rc;
+}
+
+void
+maro_registry_mac(const struct maro_registry *r, const struct maro_registry_fields *f,
+    const char *token, const char *ttl, const char *owner, char out[MARO_MAC_HEX + 1])
+{
+	const char *val[MARO_MAC_NFIELDS];
+	size_t len[MARO_MAC_NFIELDS], i;
+	unsigned char mac[MARO_MAC_BYTES];
+
+	out[0] = '\0';
+	if (!r->keyed)
+		return;
+	for (i = 0; i < MARO_REGISTRY_NFIELDS; i++)
+		val[i] = f->val[i];
+	val[i++] = token;
+	val[i++] = ttl;
+	val[i++] = owner;
+	for (i = 0; i < MARO_MAC_NFIELDS; i++)
+		len[i] = strlen(val[i]);
+	maro_registry_mac_raw(r->mac_key, r->group, val, len, mac);
+	sodium_bin2hex(out, MARO_MAC_HEX + 1, mac, sizeof mac);
+}
+
+int
+maro_registry_entry_check(struct maro_registry *r, const struct maro_entry *e,
+    struct maro_registry_meta *m)
+{
+	unsigned char mac[MARO_MAC_BYTES];
+
+	if ((m->seen & F_REQUIRED) != F_REQUIRED)
+		return -1;
+	if (!r->keyed)
+		return 0;
+	if (m->has_mac && maro_registry_mac_raw(r->mac_key, r->group, m->raw, m->rawlen, mac) == 0 &&
+	    sodium_memcmp(mac, m->mac, sizeof mac) == 0)
+		return 0;
+	m->mac_bad = 1;
+	r->altered = 1;
+	notice(r, 0, e->name, "skipped the entry of '%s': its MAC is %s (written without the group "
+	    "key, or changed since)", e->name, m->has_mac ? "wrong" : "missing");
+	return -1;
 }
 
 void
@@ -451,6 +563,31 @@ ttl_from_env(struct maro_registry *r)
 	return 0;
 }
 
+/* The MAC key from the group key (opts->key, or the file of opts->keyfile or $MARO_KEYFILE). */
+static int
+load_key(struct maro_registry *r, const struct maro_registry_opts *opts)
+{
+	const char *file = opts && opts->keyfile ? opts->keyfile : getenv("MARO_KEYFILE");
+	struct maro_curve_key k;
+	char msg[sizeof r->err];
+	int rc;
+
+	if (opts && opts->key) {
+		rc = maro_curve_derive(opts->key, 1, "maro-reg", r->mac_key, sizeof r->mac_key);
+	} else {
+		if (!file || !*file)
+			return 0;
+		if (maro_curve_load(file, &k, msg, sizeof msg) < 0)
+			return maro_registry_fail(r, EINVAL, "%s", msg);
+		rc = maro_curve_derive(&k, 1, "maro-reg", r->mac_key, sizeof r->mac_key);
+		maro_curve_wipe(&k);
+	}
+	if (rc < 0)
+		return maro_registry_fail(r, EINVAL, "cannot derive the registry's key from the group key");
+	r->keyed = 1;
+	return 0;
+}
+
 struct maro_registry *
 maro_registry_open(const char *url, const char *group, const struct maro_registry_opts *opts,
     char *errbuf, size_t errlen)
@@ -482,6 +619,8 @@ maro_registry_open(const char *url, const char *group, const struct maro_registr
 	if (opts && opts->ttl_ms > 0)
 		r->ttl_ms = opts->ttl_ms > MARO_TTL_MAX_MS ? MARO_TTL_MAX_MS : opts->ttl_ms;
 	else if ((rc = ttl_from_env(r)) < 0)
+		goto out;
+	if ((rc = load_key(r, opts)) < 0)
 		goto out;
 	if (!strncmp(url, "dir:", 4)) {
 		r->be = &maro_registry_dir_backend;
@@ -517,6 +656,7 @@ maro_registry_close(struct maro_registry *r)
 	if (r->be)
 		r->be->close(r);
 	free(r->own);
+	sodium_memzero(r->mac_key, sizeof r->mac_key);
 	free(r);
 }
 
@@ -687,8 +827,18 @@ refresh(struct maro_registry *r, size_t i)
 	char name[MARO_NAME_MAX + 1];
 
 	memset(&h, 0, sizeof h);
-	if (r->be->put(r, &r->own[i], 0, &h) == 0)
+	r->altered = 0;
+	if (r->be->put(r, &r->own[i], 0, &h) == 0) {
+		/*
+		 * A holder without the group key (or, without one, any registry
+		 * client) may change or forge the entry, token included: with a
+		 * key, what fails the MAC is no holder, and is written over.
+		 */
+		if (r->altered)
+			notice(r, 1, r->own[i].name, "the entry of '%s' was changed by someone %s: "
+			    "written back", r->own[i].name, r->keyed ? "without the group key" : "else");
 		return 0;
+	}
 	if (errno != EEXIST)
 		return -1;
 	memcpy(name, r->own[i].name, sizeof name);
@@ -770,9 +920,15 @@ maro_registry_unregister(struct maro_registry *r, const char *name)
 int
 maro_registry_lookup(struct maro_registry *r, const char *name, struct maro_entry *e)
 {
+	int rc;
+
 	if (!maro_name_valid(name))
 		return 0;
-	return r->be->get(r, name, e);
+	r->altered = 0;
+	rc = r->be->get(r, name, e);
+	if (rc == 0 && r->altered)
+		errno = EKEYREJECTED;
+	return rc;
 }
 
 static int

@@ -23,6 +23,14 @@
  * inboxes (reply inboxes of blocking senders): lookups find them, listings
  * and prefix matches skip them.
  *
+ * With a group key (MARO_KEYFILE, curve.h) every entry carries a MAC over
+ * its fields under a key derived from the group key (maro(7), REGISTRY):
+ * readers skip an entry whose MAC is wrong or missing, and an owner that
+ * finds its entry changed by someone else (a wrong MAC, or fields that are
+ * not what it wrote) writes it back at its next heartbeat, and says so
+ * through maro_registry_notice.  Without a key, entries are taken as
+ * they are found.
+ *
  * Functions return 0 (or a count) on success and -1 on failure with errno
  * set and a message for maro_registry_error(): ECONNREFUSED, EHOSTUNREACH,
  * ETIMEDOUT, EACCES (authentication: the message never contains the
@@ -63,9 +71,24 @@ struct maro_entry {
 						   as info is */
 };
 
+struct maro_curve_key;
+
 struct maro_registry_opts {
 	int64_t ttl_ms;		/* 0: $MARO_TTL (1s..1h, raised to at least 2s), else 5000 */
+	/* the group key, loaded already (keyfile is then ignored); NULL: keyfile */
+	const struct maro_curve_key *key;
+	const char *keyfile;	/* NULL: $MARO_KEYFILE; NULL or "": no key */
 };
+
+/*
+ * Where the registry says what a tool may tell its user, each at most once
+ * per name and handle: level 0 (for -v) an entry skipped for a wrong or
+ * missing MAC; level 1 (always) an entry of this handle found changed by
+ * someone else and written back.  The message names the entry, quotes
+ * nothing else it read, and has no final newline.  NULL (the default):
+ * nowhere.
+ */
+extern void (*maro_registry_notice)(int level, const char *msg);
 
 struct maro_registry;
 
@@ -75,7 +98,11 @@ const char *maro_registry_default_url(void);
  * Connects (redis) or creates the group's directory (dir, mode 0700).
  * url NULL means $MARO_REGISTRY or the default; group NULL means
  * $MARO_GROUP or "maro"; the password may also come from
- * $MARO_REDIS_PASSWORD (when the URL has none).  On failure returns NULL
+ * $MARO_REDIS_PASSWORD (when the URL has none).  opts NULL, or without a
+ * key, reads the key file opts->keyfile or $MARO_KEYFILE, if any (a bad
+ * one, or one others may read: EINVAL).  A URL with a %XX
+ * escape that is not two hex digits, or that decodes to a NUL byte, is
+ * EINVAL.  On failure returns NULL
  * with errno and, if errbuf is not NULL, a message (without the password)
  * in errbuf.  opts may be NULL.
  */
@@ -119,7 +146,12 @@ int maro_registry_set_info(struct maro_registry *r, const char *name, const char
 int maro_registry_heartbeat(struct maro_registry *r);
 /* Removes one entry of this handle at once (0 if the name is not this handle's). */
 int maro_registry_unregister(struct maro_registry *r, const char *name);
-/* 1 with *e when name is live, 0 when it is not (or invalid, or garbage), -1 on error. */
+/*
+ * 1 with *e when name is live, 0 when it is not (or invalid, or garbage),
+ * -1 on error.  0 with errno EKEYREJECTED: with a group key, an entry is
+ * there but fails its MAC (its holder has no group key, or another
+ * group's; or someone without the key changed it).
+ */
 int maro_registry_lookup(struct maro_registry *r, const char *name, struct maro_entry *e);
 /*
  * The live, non-private entries whose name starts with prefix (NULL or ""

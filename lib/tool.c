@@ -46,6 +46,7 @@ struct maro_registry *
 maro_tool_registry(struct maro_common *cm, int64_t *deadline)
 {
 	const char *group = cm->co.group ? cm->co.group : getenv("MARO_GROUP");
+	struct maro_registry_opts ro = { .keyfile = cm->co.keyfile };
 	struct maro_registry *r;
 	char errbuf[512];
 
@@ -54,7 +55,7 @@ maro_tool_registry(struct maro_common *cm, int64_t *deadline)
 	maro_deadline = *deadline;
 	if (!group || !*group)
 		group = "maro";
-	r = maro_registry_open(cm->co.registry_url, group, NULL, errbuf, sizeof errbuf);
+	r = maro_registry_open(cm->co.registry_url, group, &ro, errbuf, sizeof errbuf);
 	if (!r && maro_signal)
 		exit(maro_signal_status());
 	if (!r)

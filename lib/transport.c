@@ -163,6 +163,19 @@ maro_ctx_open(const struct maro_ctx_opts *o, char *errbuf, size_t errlen)
 			goto fail;
 		}
 	}
+	/*
+	 * a dir: registry is the user's alone, but inboxes on loopback TCP are
+	 * every local user's to deliver to (maro(7), SECURITY): only CURVE
+	 * keeps them out, or the user says they know
+	 */
+	if (!strncmp(url, "dir:", 4) && tr && !strcmp(tr, "tcp") && !c->key &&
+	    !(getenv("MARO_INSECURE_TCP") && !strcmp(getenv("MARO_INSECURE_TCP"), "1"))) {
+		maro_errbuf_set(errbuf, errlen, "MARO_TRANSPORT=tcp on a dir: registry lets every local "
+		    "user deliver to the group: refused without a group key (MARO_KEYFILE), unless "
+		    "MARO_INSECURE_TCP=1");
+		errno = EINVAL;
+		goto fail;
+	}
 	snprintf(c->group, sizeof c->group, "%s", group);
 	c->driver = &maro_driver_zmq;
 	c->limits.max_item = o->max_message;
@@ -179,7 +192,12 @@ maro_ctx_open(const struct maro_ctx_opts *o, char *errbuf, size_t errlen)
 		goto fail;
 	c->limits.max_depth = (unsigned)depth;
 	c->retry_us = 1000000;
-	c->reg = maro_registry_open(url, group, NULL, errbuf, errlen);
+	{
+		/* the key loaded above, or none: the registry reads no key file of its own */
+		struct maro_registry_opts ro = { .key = c->key, .keyfile = "" };
+
+		c->reg = maro_registry_open(url, group, &ro, errbuf, errlen);
+	}
 	if (!c->reg)
 		goto fail;
 	if (!strncmp(url, "dir:", 4) && (!tr || !*tr || !strcmp(tr, "ipc"))) {

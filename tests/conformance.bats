@@ -40,11 +40,37 @@ cmap() {
 uuid() { cat /proc/sys/kernel/random/uuid; }
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
+# entry_mac KEYFILE GROUP < FIELDS: the mac field of maro(7) REGISTRY, from
+# the stored fields (key=value lines), computed here as the page says:
+# BLAKE2b only (Python's hashlib), nothing of libsodium or lib/
+entry_mac() {
+	python3 -c '
+import hashlib, sys
+Z = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#"
+def z85(s):
+    out = b""
+    for i in range(0, len(s), 5):
+        v = 0
+        for c in s[i:i + 5]:
+            v = v * 85 + Z.index(c)
+        out += v.to_bytes(4, "big")
+    return out
+secret = [l.split("=", 1)[1].strip() for l in open(sys.argv[1]) if l.startswith("secret")][0]
+key = hashlib.blake2b(b"", digest_size=32, key=z85(secret), salt=(1).to_bytes(8, "little") + bytes(8),
+    person=b"maro-reg" + bytes(8)).digest()
+f = dict(l.rstrip("\n").split("=", 1) for l in sys.stdin if "=" in l)
+text = "group=" + sys.argv[2] + "\n" + "".join(k + "=" + f.get(k, "") + "\n" for k in
+    "name type endpoint host pid started ncpu load1 mem info stats token ttl owner".split())
+print(hashlib.blake2b(text.encode(), digest_size=32, key=key).hexdigest())
+' "$1" "$2"
+}
+
 # register NAME ENDPOINT [TYPE [FIELD...]]: an entry written by hand, as
 # REGISTRY says, with a TTL of 60 s and no heartbeat; FIELD "-token" or
-# "-owner" leaves that field out
+# "-owner" leaves that field out; with $KEYFILE set it carries the mac
+# computed by entry_mac, or a wrong one with FIELD "+badmac"
 register() {
-	local name=$1 endpoint=$2 type=${3:-$1} skip=" ${*:4} " token owner now f
+	local name=$1 endpoint=$2 type=${3:-$1} skip=" ${*:4} " token owner now f mac
 	token=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
 	if [ "${MARO_TEST_BACKEND:-dir}" = redis ]; then
 		local cli=(redis-cli -p "$(cat "$BATS_FILE_TMPDIR/redis/redis.port")")
@@ -52,6 +78,11 @@ register() {
 		f=(name "$name" type "$type" endpoint "$endpoint" host "$(hostname)" pid $$ started "$now"
 			hb "$now" ttl 60000)
 		[[ $skip == *" -token "* ]] || f+=(token "$token")
+		if [ -n "${KEYFILE:-}" ]; then
+			mac=$(printf '%s=%s\n' "${f[@]}" | entry_mac "$KEYFILE" "$MARO_GROUP")
+			[[ $skip != *" +badmac "* ]] || mac=$(tr 0-9a-f 1-9a-f0 <<< "$mac")
+			f+=(mac "$mac")
+		fi
 		"${cli[@]}" HSET "maro:$MARO_GROUP:m:$name" "${f[@]}" > /dev/null
 		"${cli[@]}" PEXPIRE "maro:$MARO_GROUP:m:$name" 60000 > /dev/null
 		"${cli[@]}" ZADD "maro:$MARO_GROUP:members" $((now + 60000)) "$name" > /dev/null
@@ -69,6 +100,11 @@ register() {
 		[[ $skip == *" -token "* ]] || echo "token=$token"
 		[[ $skip == *" -owner "* ]] || echo "owner=$owner"
 	} > "$dir/.tmp.$$.$name"
+	if [ -n "${KEYFILE:-}" ]; then
+		mac=$(entry_mac "$KEYFILE" "$MARO_GROUP" < "$dir/.tmp.$$.$name")
+		[[ $skip != *" +badmac "* ]] || mac=$(tr 0-9a-f 1-9a-f0 <<< "$mac")
+		echo "mac=$mac" >> "$dir/.tmp.$$.$name"
+	fi
 	mv "$dir/.tmp.$$.$name" "$dir/$name.entry"
 }
 
@@ -320,6 +356,39 @@ entry() {
 	assert_output --regexp '^item seq=2 '
 	run -0 maro-msg -f payload < in.w.1b/2.cbor
 	assert_output two
+}
+
+@test "maro(7) REGISTRY MUST: with a group key, a reader takes an entry whose mac is computed as the page says, and skips one with a wrong mac or none" {
+	maro-keygen group.key
+	KEYFILE=group.key register by.hand tcp://127.0.0.1:9 hand
+	KEYFILE=group.key register bad.mac tcp://127.0.0.1:9 bad +badmac
+	register no.mac tcp://127.0.0.1:9 no
+	MARO_KEYFILE=group.key run -0 --separate-stderr maro-peers -v -f json
+	assert_equal "$(jq -r .name <<< "$output")" by.hand
+	[[ "$stderr" == *"skipped the entry of 'bad.mac': its MAC is wrong"* ]]
+	[[ "$stderr" == *"skipped the entry of 'no.mac': its MAC is missing"* ]]
+	# a reader without the key takes them all
+	run -0 maro-peers -f json
+	assert_equal "$(jq -r .name <<< "$output" | sort | tr '\n' ' ')" "bad.mac by.hand no.mac "
+	# a sender with the key finds no trusted entry: refused at once, not waited for
+	run -69 --separate-stderr timeout 20 maro-send --keyfile group.key -p no.mac -t x -d y --notification -W 10s
+	[[ "$stderr" == *"'no.mac' refused our connection for want of the group key: its entry lacks our group key's MAC"* ]]
+}
+
+@test "maro(7) REGISTRY: the mac a tool writes is the one the page defines, over the fields as stored" {
+	maro-keygen group.key
+	bg 30 maro-recv --keyfile group.key -n w.mac -W 25s > /dev/null
+	wait_until 10 is_live w.mac
+	local stored
+	if [ "${MARO_TEST_BACKEND:-dir}" = redis ]; then
+		stored=$(redis-cli -p "$(cat "$BATS_FILE_TMPDIR/redis/redis.port")" HGETALL "maro:$MARO_GROUP:m:w.mac" | paste -d= - -)
+	else
+		stored=$(cat "$BATS_TEST_TMPDIR/registry/$MARO_GROUP/w.mac.entry")
+	fi
+	local mac
+	mac=$(sed -n 's/^mac=//p' <<< "$stored")
+	[[ "$mac" =~ ^[0-9a-f]{64}$ ]]
+	assert_equal "$(grep -v '^mac=' <<< "$stored" | entry_mac group.key "$MARO_GROUP")" "$mac"
 }
 
 @test "maro(7) REGISTRY: an entry whose heartbeat is older than its ttl is dead to every reader" {

@@ -306,7 +306,7 @@ stalled_receiver() {
 		if [ "$transport" = ipc ] && [ "$MARO_TEST_BACKEND" = redis ]; then
 			continue
 		fi
-		export MARO_TRANSPORT=$transport
+		export MARO_TRANSPORT=$transport MARO_INSECURE_TCP=1
 		bg 30 maro-recv -n sink -C 1 -f payload > out
 		recv=$BG_PID
 		wait_until 10 is_live sink

@@ -122,7 +122,7 @@ has_private() { [ -n "$(private_endpoint)" ]; }
 }
 
 @test "connections that stall mid-handshake, announce a huge frame, or say nothing do not block others" {
-	export MARO_TRANSPORT=tcp
+	export MARO_TRANSPORT=tcp MARO_INSECURE_TCP=1
 	sink sink -C 1
 	ep=$(endpoint_of sink)
 	[[ "$ep" =~ ^tcp://([0-9.]+):([0-9]+)$ ]]

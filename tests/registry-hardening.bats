@@ -111,3 +111,129 @@ as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
 	run ls -A "$TMPDIR"
 	assert_output ''
 }
+
+# rcli ARGS...: a client of the suite's Redis, as anyone with its address (and password) is
+rcli() { redis-cli -p "$(redis_port)" "$@"; }
+# entry_field NAME FIELD: what the registry stores of NAME's entry
+entry_field() {
+	if [ "$MARO_TEST_BACKEND" = redis ]; then
+		rcli HGET "maro:$MARO_GROUP:m:$1" "$2"
+	else
+		sed -n "s/^$2=//p" "$BATS_TEST_TMPDIR/registry/$MARO_GROUP/$1.entry"
+	fi
+}
+# field_is NAME FIELD VALUE, field_is_not ...: for wait_until, which runs them again and again
+field_is() { [ "$(entry_field "$1" "$2")" = "$3" ]; }
+field_is_not() { [ "$(entry_field "$1" "$2")" != "$3" ]; }
+# forge NAME FIELD VALUE: the entry's field changed by someone without the group key
+forge() {
+	if [ "$MARO_TEST_BACKEND" = redis ]; then
+		rcli HSET "maro:$MARO_GROUP:m:$1" "$2" "$3" > /dev/null
+	else
+		local f="$BATS_TEST_TMPDIR/registry/$MARO_GROUP/$1.entry"
+		sed "s|^$2=.*|$2=$3|" "$f" > "$f.forged"
+		mv "$f.forged" "$f"
+	fi
+}
+
+@test "with a group key, a registry writer without it cannot redirect, take over or hide a live member for more than a heartbeat" {
+	maro-keygen group.key
+	bg 60 maro-recv --keyfile group.key -n victim.1 -W 50s -f payload > victim.out 2> victim.err
+	local victim=$BG_PID
+	# the attacker's own inbox, without the key
+	bg 60 maro-recv -n evil -W 50s -f payload > evil.out 2> /dev/null
+	wait_until 10 is_live victim.1
+	wait_until 10 is_live evil
+	local mine evil
+	mine=$(entry_field victim.1 endpoint)
+	evil=$(entry_field evil endpoint)
+	[ -n "$mine" ] && [ -n "$evil" ] && [ "$mine" != "$evil" ]
+	# 1. the endpoint: readers with the key skip the entry, its owner writes it back
+	forge victim.1 endpoint "$evil"
+	wait_until 5 field_is victim.1 endpoint "$mine"
+	wait_until 5 grep -q "maro-recv: the entry of 'victim.1' was changed by someone without the group key: written back" victim.err
+	run -0 timeout 20 maro-send --keyfile group.key -p victim.1 -t t -d for-the-victim --notification -W 10s
+	wait_until 10 grep -qx for-the-victim victim.out
+	# 2. the token: a forgery, not a takeover; the victim keeps its name
+	forge victim.1 token ffffffffffffffffffffffffffffffff
+	wait_until 5 field_is_not victim.1 token ffffffffffffffffffffffffffffffff
+	run -0 timeout 20 maro-send --keyfile group.key -p victim.1 -t t -d still-mine --notification -W 10s
+	wait_until 10 grep -qx still-mine victim.out
+	kill -0 "$victim"
+	# 3. a field a reader uses, changed without the key: skipped by every reader with it
+	forge victim.1 pid 1
+	MARO_KEYFILE=group.key run -0 --separate-stderr maro-peers -v -f json
+	if [ "$(entry_field victim.1 pid)" = 1 ]; then
+		# still forged when listed: skipped, and said under -v
+		[[ "$output" != *victim.1* ]]
+		[[ "$stderr" == *"skipped the entry of 'victim.1': its MAC is wrong"* ]]
+	fi
+	wait_until 5 field_is_not victim.1 pid 1
+	# 4. hidden (deleted): back at the owner's next heartbeat
+	if [ "$MARO_TEST_BACKEND" = redis ]; then
+		rcli DEL "maro:$MARO_GROUP:m:victim.1" > /dev/null
+		rcli ZREM "maro:$MARO_GROUP:members" victim.1 > /dev/null
+	else
+		rm "$BATS_TEST_TMPDIR/registry/$MARO_GROUP/victim.1.entry"
+	fi
+	wait_until 5 is_live victim.1
+	run -0 timeout 20 maro-send --keyfile group.key -p victim.1 -t t -d back --notification -W 10s
+	wait_until 10 grep -qx back victim.out
+	kill -0 "$victim"
+	[ ! -s evil.out ]
+	# said once, however often it happened
+	[ "$(grep -c 'written back' victim.err)" -eq 1 ]
+}
+
+@test "without a group key, an endpoint rewritten by another registry writer is undone at its owner's next heartbeat" {
+	bg 60 maro-recv -n victim.2 -W 50s -f payload > victim.out 2> victim.err
+	wait_until 10 is_live victim.2
+	local mine
+	mine=$(entry_field victim.2 endpoint)
+	forge victim.2 endpoint tcp://127.0.0.1:9
+	wait_until 5 field_is victim.2 endpoint "$mine"
+	run -0 timeout 20 maro-send -p victim.2 -t t -d mine --notification -W 10s
+	wait_until 10 grep -qx mine victim.out
+}
+
+# acl_user NAME GROUP PASSWORD: a Redis user that may touch group GROUP's keys only, as maro(7) SECURITY shows
+acl_user() {
+	rcli ACL SETUSER "$1" on ">$3" resetkeys "~maro:$2:*" resetchannels -@all +auth +ping +select +role \
+		+eval +time +type +hget +hset +hgetall +del +pttl +pexpire +zadd +zrem +zrangebyscore \
+		+zremrangebyscore > /dev/null
+}
+
+@test "redis: the ACL of maro(7) SECURITY keeps a group's clients to its own keys, and the tools work with it" {
+	[ "$MARO_TEST_BACKEND" = redis ] || skip "redis only"
+	local port a b
+	port=$(redis_port)
+	acl_user "ga-$$" "A$$" pw-a
+	acl_user "gb-$$" "B$$" pw-b
+	a="redis://ga-$$:pw-a@127.0.0.1:$port/0"
+	b="redis://gb-$$:pw-b@127.0.0.1:$port/0"
+	# the tools, as group A's user: join, list, send, leave
+	MARO_REGISTRY=$a MARO_GROUP=A$$ bg 60 maro-recv -n w.1 -C 1 -W 50s -f payload > a.out
+	local recv=$BG_PID
+	MARO_REGISTRY=$a MARO_GROUP=A$$ wait_until 10 is_live w.1
+	MARO_REGISTRY=$b MARO_GROUP=B$$ bg 60 maro-recv -n w.1 -W 50s -f payload > b.out
+	MARO_REGISTRY=$b MARO_GROUP=B$$ wait_until 10 is_live w.1
+	run -0 timeout 20 env MARO_REGISTRY="$a" MARO_GROUP="A$$" maro-send -p w.1 -t t -d for-a --notification -W 10s
+	wait_exit "$recv" 20
+	[ "$status" -eq 0 ]
+	[ "$(cat a.out)" = for-a ]
+	# group B's keys: A's user can neither read nor write them, nor anything else
+	run -0 redis-cli --user "ga-$$" --pass pw-a --no-auth-warning -p "$port" HGETALL "maro:B$$:m:w.1"
+	[[ "$output" == *NOPERM* ]]
+	run -0 redis-cli --user "ga-$$" --pass pw-a --no-auth-warning -p "$port" HSET "maro:B$$:m:w.1" endpoint tcp://127.0.0.1:9
+	[[ "$output" == *NOPERM* ]]
+	run -0 redis-cli --user "ga-$$" --pass pw-a --no-auth-warning -p "$port" EVAL "return redis.call('HSET', KEYS[1], 'endpoint', 'x')" 1 "maro:B$$:m:w.1"
+	[[ "$output" == *NOPERM* || "$output" == *"No permissions"* ]]
+	run -0 redis-cli --user "ga-$$" --pass pw-a --no-auth-warning -p "$port" KEYS '*'
+	[[ "$output" == *NOPERM* ]]
+	run -0 redis-cli --user "ga-$$" --pass pw-a --no-auth-warning -p "$port" FLUSHALL
+	[[ "$output" == *NOPERM* ]]
+	# nor through the tools: group B under A's user is refused
+	run -69 timeout 20 env MARO_REGISTRY="$a" MARO_GROUP="B$$" maro-peers
+	[ "$(rcli HGET "maro:B$$:m:w.1" endpoint)" != tcp://127.0.0.1:9 ]
+	rcli ACL DELUSER "ga-$$" "gb-$$" > /dev/null
+}

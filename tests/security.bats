@@ -166,7 +166,7 @@ refused_fast() {
 
 @test "on the wire: plaintext without the key, none with it" {
 	command -v strace > /dev/null || skip "strace is not installed"
-	export MARO_TRANSPORT=tcp
+	export MARO_TRANSPORT=tcp MARO_INSECURE_TCP=1
 	# LeakSanitizer cannot run under ptrace (the instrumented build)
 	export ASAN_OPTIONS="${ASAN_OPTIONS:-}${ASAN_OPTIONS:+:}detect_leaks=0"
 	keyed_recv w 1
@@ -223,4 +223,36 @@ refused_fast() {
 	assert_failure 2
 	refute_output --partial pw-s3cret
 	redis-cli -p "$port" ACL DELUSER "$user" > /dev/null
+}
+
+@test "dir: MARO_TRANSPORT=tcp without the group key is refused, exit 2; with the key its inboxes are loopback TCP behind CURVE" {
+	backend dir || skip "dir: only (Redis groups are on TCP anyway)"
+	export MARO_TRANSPORT=tcp
+	unset MARO_INSECURE_TCP
+	run -2 --separate-stderr maro-recv -n w -C 1 -W 5s
+	assert_equal "$stderr" "maro-recv: MARO_TRANSPORT=tcp on a dir: registry lets every local user deliver to the group: refused without a group key (MARO_KEYFILE), unless MARO_INSECURE_TCP=1"
+	run -2 maro-send -p w -t t -d x --notification -W 2s
+	keyed_recv w 1
+	run -0 maro-peers -f json
+	[[ "$(jq -r .endpoint <<< "$output")" == tcp://127.0.0.1:* ]]
+	run -0 timeout 20 maro-send --keyfile group.key -p w -t t -d over-tcp --notification -W 10s
+	wait_exit "$RECV" 20
+	[ "$(cat w.out)" = over-tcp ]
+	# asked for in so many words: served, open to every local user
+	MARO_INSECURE_TCP=1 bg 60 maro-recv -n open -C 1 -W 50s -f payload > open.out
+	local open=$BG_PID
+	wait_until 10 is_live open
+	run -0 timeout 20 env MARO_INSECURE_TCP=1 maro-send -p open -t t -d plain --notification -W 10s
+	wait_exit "$open" 20
+	[ "$(cat open.out)" = plain ]
+}
+
+@test "a registry URL whose password has %00 or a %-escape that is not one is refused, exit 2, the password never shown" {
+	local u
+	for u in 'redis://:pw-s3cret%00tail@127.0.0.1:1/0' 'redis://:pw-s3cret%zz@127.0.0.1:1/0' \
+		'redis://us%3:pw-s3cret@127.0.0.1:1/0' 'redis+sentinel://:pw-s3cret%@127.0.0.1:1/m'; do
+		run -2 --separate-stderr maro-peers --registry "$u"
+		[[ "$stderr" == "maro-peers: invalid "*" URL: a %-escape in its user or password is not %XX with two hex digits, or is %00" ]]
+		[[ "$stderr" != *s3cret* ]]
+	done
 }

@@ -7,13 +7,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "curve.h"
 #include "registry.h"
 #include "unit.h"
 
 static struct maro_registry *
 open_reg(const char *url, const char *group, int64_t ttl_ms)
 {
-	struct maro_registry_opts o = { ttl_ms };
+	struct maro_registry_opts o = { .ttl_ms = ttl_ms };
 	char err[512];
 	struct maro_registry *r = maro_registry_open(url, group, ttl_ms ? &o : NULL, err, sizeof err);
 
@@ -117,6 +118,99 @@ test_urls(const char *dir)
 	CHECK(!r && errno == ECONNREFUSED);
 	CHECK(!r && !strcmp(err, "cannot connect to redis at 127.0.0.1:1: Connection refused"));
 	CHECK(!strncmp(maro_registry_default_url(), "dir:/", 5));
+	/* a %-escape that is not one, or a NUL, once cut or changed a password in silence */
+	r = maro_registry_open("redis://u:s3cret%00more@127.0.0.1:1/0", "g", NULL, err, sizeof err);
+	CHECK(!r && errno == EINVAL && strstr(err, "%00") && !strstr(err, "s3cret"));
+	r = maro_registry_open("redis://u:s3cret%zz@127.0.0.1:1/0", "g", NULL, err, sizeof err);
+	CHECK(!r && errno == EINVAL && strstr(err, "two hex digits") && !strstr(err, "s3cret"));
+	r = maro_registry_open("redis://u:s3cret%4@127.0.0.1:1/0", "g", NULL, err, sizeof err);
+	CHECK(!r && errno == EINVAL && strstr(err, "%-escape"));
+	r = maro_registry_open("redis://u%g1:s3cret@127.0.0.1:1/0", "g", NULL, err, sizeof err);
+	CHECK(!r && errno == EINVAL && strstr(err, "%-escape"));
+	r = maro_registry_open("redis+sentinel://:s3cret%@h1/m", "g", NULL, err, sizeof err);
+	CHECK(!r && errno == EINVAL && strstr(err, "invalid sentinel URL: a %-escape"));
+	/* well-formed escapes still decode: nothing listens there, but the URL is good */
+	r = maro_registry_open("redis://u%41:s3%2Fcret%7e@127.0.0.1:1/0", "g", NULL, err, sizeof err);
+	CHECK(!r && errno == ECONNREFUSED);
+}
+
+/*
+ * With a group key: entries carry a MAC; a reader with the key skips one
+ * without it or with a wrong one, and an owner writes back what someone
+ * without the key changed (the attacks of issue 42: an endpoint of its own,
+ * a forged token).  change(url, group, name) changes the stored entry as
+ * that someone would.
+ */
+static void
+test_keyed(const char *url, const char *group, const char *keyfile,
+    void (*change)(const char *url, const char *group, const char *name, const char *what))
+{
+	struct maro_registry_opts ko = { .keyfile = keyfile }, no = { .keyfile = "" };
+	struct maro_registry *a, *b, *plain;
+	struct maro_entry e, *v = NULL;
+	char err[512];
+	ssize_t n;
+
+	a = maro_registry_open(url, group, &ko, err, sizeof err);
+	b = maro_registry_open(url, group, &ko, err, sizeof err);
+	plain = maro_registry_open(url, group, &no, err, sizeof err);
+	CHECK(a && b && plain);
+	if (!a || !b || !plain)
+		goto out;
+	CHECK(reg(a, "victim.1", "tcp://127.0.0.1:6001", 0, NULL) == 0);
+	CHECK(reg(plain, "nokey", "tcp://127.0.0.1:6002", 0, NULL) == 0);
+	/* a reader with the key: the keyed entry; without: both (it cannot tell) */
+	n = maro_registry_list(b, NULL, &v);
+	CHECK(n == 1 && n > 0 && !strcmp(v[0].name, "victim.1"));
+	free(v);
+	CHECK(maro_registry_lookup(b, "nokey", &e) == 0);
+	n = maro_registry_list(plain, NULL, &v);
+	CHECK(n == 2);
+	free(v);
+	/* an endpoint of someone else's: skipped by readers, undone by the owner's heartbeat */
+	change(url, group, "victim.1", "endpoint");
+	CHECK(maro_registry_lookup(b, "victim.1", &e) == 0);
+	CHECK(maro_registry_heartbeat(a) == 0);
+	CHECK(maro_registry_lookup(b, "victim.1", &e) == 1 && !strcmp(e.endpoint, "tcp://127.0.0.1:6001"));
+	/* a forged token: not a takeover, written back */
+	change(url, group, "victim.1", "token");
+	CHECK(maro_registry_lookup(b, "victim.1", &e) == 0);
+	CHECK(maro_registry_heartbeat(a) == 0);
+	CHECK(maro_registry_lookup(b, "victim.1", &e) == 1 && e.pid == getpid());
+	/* a takeover by a holder of the key is one */
+	CHECK(reg(b, "victim.1", "tcp://127.0.0.1:6003", 1, NULL) == 0);
+	CHECK(maro_registry_heartbeat(a) == -1 && errno == EEXIST);
+	/* a name held by an entry that fails its MAC is free to a holder of the key */
+	CHECK(reg(a, "nokey", "tcp://127.0.0.1:6004", 0, NULL) == 0);
+out:
+	maro_registry_close(a);
+	maro_registry_close(b);
+	maro_registry_close(plain);
+}
+
+/* dir: someone with write access to the group directory (the same user, without the key) */
+static void
+change_dir(const char *url, const char *group, const char *name, const char *what)
+{
+	char cmd[2048];
+
+	snprintf(cmd, sizeof cmd, "f='%s/%s/%s.entry'; sed 's|^%s=.*|%s=%s|' \"$f\" > \"$f.x\" && "
+	    "mv \"$f.x\" \"$f\"", url + 4, group, name, what, what,
+	    !strcmp(what, "token") ? "ffffffffffffffffffffffffffffffff" : "tcp://127.0.0.1:6666");
+	CHECK(system(cmd) == 0);
+}
+
+/* Redis: any client of the server */
+static void
+change_redis(const char *url, const char *group, const char *name, const char *what)
+{
+	const char *port = strrchr(url, ':');
+	char cmd[1024];
+
+	snprintf(cmd, sizeof cmd, "redis-cli -p %d HSET 'maro:%s:m:%s' %s %s > /dev/null", atoi(port + 1),
+	    group, name, what, !strcmp(what, "token") ? "ffffffffffffffffffffffffffffffff" :
+	    "tcp://127.0.0.1:6666");
+	CHECK(system(cmd) == 0);
 }
 
 /* What every backend must do alike. */
@@ -258,7 +352,7 @@ put_file(const char *dir, const char *file, const char *text)
 static void
 test_dir_garbage(const char *dir)
 {
-	char url[600], gdir[700], path[800], text[1024], big[8192], own[64] = "";
+	char url[700], gdir[700], path[800], text[1024], big[8192], own[64] = "";
 	struct maro_registry *a, *b;
 	struct maro_entry e, *v = NULL;
 	ssize_t n;
@@ -357,7 +451,7 @@ rm_rf(const char *dir)
 void
 test_registry(void)
 {
-	char dir[] = "/tmp/maro-unit.XXXXXX", url[600], group[64];
+	char dir[] = "/tmp/maro-unit.XXXXXX", url[600], group[64], keyfile[600], err[512];
 	const char *redis = getenv("MARO_TEST_REDIS_URL");
 	struct stat st;
 
@@ -373,11 +467,18 @@ test_registry(void)
 	CHECK(stat(url, &st) == 0 && (st.st_mode & 0777) == 0700);
 	snprintf(url, sizeof url, "%s/reg", dir);
 	test_dir_garbage(url);
-	rm_rf(dir);
+	snprintf(keyfile, sizeof keyfile, "%s/group.key", dir);
+	CHECK(maro_curve_keygen(keyfile, err, sizeof err) == 0);
+	snprintf(url, sizeof url, "dir:%s/reg", dir);
+	test_keyed(url, "keyed", keyfile, change_dir);
 	if (redis && *redis) {
 		snprintf(group, sizeof group, "unit%ld", (long)getpid());
 		test_backend(redis, group);
-	} else {
+		snprintf(group, sizeof group, "unitkey%ld", (long)getpid());
+		test_keyed(redis, group, keyfile, change_redis);
+	}
+	rm_rf(dir);
+	if (!redis || !*redis) {
 		/* make unit always gives one (scripts/unit): said, never skipped in silence */
 		fprintf(stderr, "unit: the Redis registry tests need MARO_TEST_REDIS_URL: not run\n");
 	}

@@ -199,6 +199,12 @@ test_transport(void)
 	o.group = "unit";
 	o.transport = "tcp";
 	o.keyfile = "";
+	/* loopback TCP on a dir: registry, every local user's: refused without a key, unless asked for */
+	unsetenv("MARO_INSECURE_TCP");
+	errno = 0;
+	c = maro_ctx_open(&o, err, sizeof err);
+	CHECK(!c && errno == EINVAL && strstr(err, "refused without a group key"));
+	setenv("MARO_INSECURE_TCP", "1", 1);
 	c = maro_ctx_open(&o, err, sizeof err);
 	CHECK(c != NULL);
 	if (c) {
