@@ -309,6 +309,31 @@ open_page_done_over() {
 	cp monitor.png "$MARO_BIN/../monitor.png"
 }
 
+# evals: how many EVALs the suite's Redis has run (a listing is one)
+evals() {
+	redis-cli -p "$(cat "$BATS_FILE_TMPDIR/redis/redis.port")" info commandstats |
+		sed -n 's/^cmdstat_eval:calls=\([0-9]*\),.*/\1/p'
+}
+
+@test "--serve: 50 requests, ten at a time, cost the registry one listing a second, not one each" {
+	serve
+	local n0 n1 t0 t1 s
+	curl -sS -m 5 -o /dev/null "${URL}metrics"
+	n0=$(evals)
+	t0=$(date +%s%N)
+	run -0 sh -c '{ yes "$1metrics" | head -n 25; yes "$1status.json" | head -n 25; } |
+		xargs -P 10 -n 1 curl -sS -m 5 -o /dev/null -w "%{http_code}\n"' _ "$URL"
+	t1=$(date +%s%N)
+	n1=$(evals)
+	assert_equal "$(printf '%s\n' "${lines[@]}" | sort | uniq -c | awk '{ print $1, $2 }')" "50 200"
+	# at most one listing per second begun, and the first
+	s=$(( (t1 - t0) / 1000000000 + 1 ))
+	[ $(( n1 - n0 )) -le $(( s + 1 )) ] || fail "$(( n1 - n0 )) listings for 50 requests in $s s"
+	# a member that joins is listed within the second after
+	workers 1
+	wait_until 3 sh -c "curl -sS -m 2 ${URL}status.json | jq -e '.members == 1' > /dev/null"
+}
+
 @test "a Redis outage: the server starts in one and lives through others, answers within its bound, maro_registry_up 0, the page says so" {
 	local port up="maro_registry_up{group=\"$MARO_GROUP\"}"
 	port=$(sh "$MARO_TOP/scripts/test-redis" start "$BATS_TEST_TMPDIR/r2")
@@ -322,11 +347,14 @@ open_page_done_over() {
 	sh "$MARO_TOP/scripts/test-redis" start "$BATS_TEST_TMPDIR/r2" "$port" > /dev/null
 	wait_until 10 sh -c "curl -sS -m 5 ${URL}metrics | grep -qx '$up 1'"
 	workers 1
+	# a listing answers for a second (MARO_MONITOR_FRESH_US): the worker is in the next
+	wait_until 5 sh -c "curl -sS -m 5 ${URL}metrics | grep -qF 'name=\"worker.1\"'"
 	run -0 curl -sS -m 5 "${URL}metrics"
 	assert_line "maro_component_up{group=\"$MARO_GROUP\",name=\"worker.1\",type=\"worker\",host=\"$HOST\"} 1"
-	# hung: each request waits on it 1 s at most
+	# hung: each request waits on it 1 s at most, once the listing before is a second old
 	STOPPED=$(cat "$BATS_TEST_TMPDIR/r2/redis.pid.launch")
 	kill -STOP "$STOPPED"
+	sleep 1.1
 	local t0 ms
 	t0=$(date +%s%N)
 	run -0 curl -sS -m 5 "${URL}metrics"
