@@ -334,6 +334,53 @@ evals() {
 	wait_until 3 sh -c "curl -sS -m 2 ${URL}status.json | jq -e '.members == 1' > /dev/null"
 }
 
+@test "--serve on the loopback answers only to its own names: a page by another host name (DNS rebinding) is 403" {
+	serve
+	local h
+	for h in localhost "localhost:$(echo "$URL" | sed 's/.*://; s|/||')" localhost:9000 LocalHost 127.0.0.1 127.0.0.1:80 '[::1]' '[::1]:8080'; do
+		run -0 curl -sS -o /dev/null -w '%{http_code}' -H "Host: $h" "${URL}status.json"
+		[ "$output" = 200 ] || fail "Host $h: $output"
+	done
+	for h in evil.example evil.example:80 127.0.0.1.evil.example localhost.evil.example 'localhost:' 'localhost:8x' '[::2]'; do
+		run -0 curl -sS -D head -o body -w '%{http_code}' -H "Host: $h" "${URL}status.json"
+		[ "$output" = 403 ] || fail "Host $h: $output"
+		assert_equal "$(cat body)" "forbidden: this server on the loopback answers only to Host localhost, 127.0.0.1 or [::1]"
+		run ! grep -q registry_up body
+	done
+	# the page and the metrics too
+	run -0 curl -sS -o /dev/null -w '%{http_code}' -H 'Host: evil.example' "$URL"
+	assert_output 403
+	run -0 curl -sS -o /dev/null -w '%{http_code}' -H 'Host: evil.example' "${URL}metrics"
+	assert_output 403
+	# HTTP/1.0 without a Host (no browser sends that) is answered
+	run -0 curl -sS -0 -H 'Host:' -o /dev/null -w '%{http_code}' "${URL}status.json"
+	assert_output 200
+}
+
+@test "--serve outlives a slowloris: 300 connections trickling headers; curl is answered at once, each slow one cut within 10 s" {
+	need python3 python3
+	serve
+	local port=${URL##*:}
+	port=${port%/}
+	bg 30 python3 "$MARO_TOP/tests/tools/slowloris" "$port" 300 1 13 ready > loris.out
+	local loris=$BG_PID
+	wait_until 30 test -s ready
+	local i
+	for i in 1 2 3; do
+		run -0 curl -sS -m 3 -o /dev/null -w '%{http_code}' "${URL}status.json"
+		assert_output 200
+	done
+	wait_exit "$loris" 25
+	# every slow connection ended by the server, none later than its 10 s
+	run -0 cat loris.out
+	[[ "$output" =~ ^closed\ ([0-9]+)\ of\ ([0-9]+),\ longest\ ([0-9.]+)$ ]]
+	[ "${BASH_REMATCH[1]}" = "${BASH_REMATCH[2]}" ] && [ "${BASH_REMATCH[2]}" -gt 192 ] || fail "$output"
+	awk -v l="${BASH_REMATCH[3]}" 'BEGIN { exit !(l < 12) }' || fail "a slow connection lived ${BASH_REMATCH[3]} s"
+	run -0 curl -sS -m 3 -o /dev/null -w '%{http_code}' "${URL}status.json"
+	assert_output 200
+	kill -0 "$SERVE_PID"
+}
+
 @test "a Redis outage: the server starts in one and lives through others, answers within its bound, maro_registry_up 0, the page says so" {
 	local port up="maro_registry_up{group=\"$MARO_GROUP\"}"
 	port=$(sh "$MARO_TOP/scripts/test-redis" start "$BATS_TEST_TMPDIR/r2")
