@@ -283,7 +283,8 @@ open_page_done_over() {
 	need chromium chromium
 	workers 2 0.05
 	serve
-	bg 40 sh -c 'seq 400 | maro-scatter -P worker -t t --json-lines -W 35s -f payload > out'
+	# enough tasks that the scatter still runs when the second page opens (teardown ends it)
+	bg 130 sh -c 'seq 2000 | maro-scatter -P worker -t t --json-lines -W 120s -f payload > out'
 	wait_until 15 sh -c '[ "$(maro-peers --status -f json | jq ".type_stats.worker.done")" -gt 0 ]'
 	# the DOM once the page has polled
 	run -0 dom
