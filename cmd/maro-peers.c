@@ -209,7 +209,8 @@ static int
 serve(struct maro_registry **r, const char *url, const char *group, const char *prefix,
     const char *addr, int64_t deadline)
 {
-	struct maro_monitor m = { *r, url, group, prefix, SCRAPE_BUDGET_US, "" };
+	struct maro_monitor m = { .r = *r, .url = url, .group = group, .prefix = prefix,
+	    .budget_us = SCRAPE_BUDGET_US };
 	struct maro_http *h;
 	char errbuf[512];
 	int status = 0;
@@ -223,6 +224,7 @@ serve(struct maro_registry **r, const char *url, const char *group, const char *
 		if (maro_http_run(h, 100) < 0)
 			maro_die(MARO_EXIT_SOFTWARE, "the HTTP server failed: %s", strerror(errno));
 	maro_http_close(h);
+	maro_monitor_free(&m);
 	*r = m.r;	/* the monitor's, if it opened it */
 	/* -W ends serving as it ends --watch: done, not timed out */
 	return status == MARO_EXIT_TIMEOUT || status < 0 ? 0 : status;

@@ -41,17 +41,89 @@ maro_cli_init(const char *argv0)
 	maro_trace_hook = say_trace;
 }
 
+/* How many bytes of the UTF-8 character at p[0..n) (1..4), or 0: not one, or a C1 control. */
+static size_t
+utf8_len(const unsigned char *p, size_t n)
+{
+	size_t len = p[0] >= 0xf0 ? 4 : p[0] >= 0xe0 ? 3 : 2, k;
+	unsigned char lo = 0x80, hi = 0xbf;
+
+	if (p[0] < 0x80)
+		return 1;
+	if (p[0] < 0xc2 || p[0] > 0xf4 || n < len)
+		return 0;
+	/* the second byte's range rules out overlong forms, surrogates and > U+10FFFF */
+	if (p[0] == 0xc2)
+		lo = 0xa0;	/* U+0080..U+009F: the C1 controls */
+	else if (p[0] == 0xe0)
+		lo = 0xa0;
+	else if (p[0] == 0xed)
+		hi = 0x9f;
+	else if (p[0] == 0xf0)
+		lo = 0x90;
+	else if (p[0] == 0xf4)
+		hi = 0x8f;
+	if (p[1] < lo || p[1] > hi)
+		return 0;
+	for (k = 2; k < len; k++)
+		if ((p[k] & 0xc0) != 0x80)
+			return 0;
+	return len;
+}
+
+size_t
+maro_cli_quote(char *out, size_t size, const char *s, size_t n)
+{
+	static const char named[] = "\aa\bb\tt\nn\vv\ff\rr\033e";
+	const unsigned char *p = (const unsigned char *)s;
+	size_t at = 0, i = 0, len;
+	char esc[5];
+	const char *c;
+
+	if (!size)
+		return 0;
+	while (i < n) {
+		len = utf8_len(p + i, n - i);
+		if (len == 1 && (p[i] < 0x20 || p[i] == 0x7f)) {
+			if (p[i] && (c = strchr(named, p[i])) && (c - named) % 2 == 0)
+				snprintf(esc, sizeof esc, "\\%c", c[1]);
+			else
+				snprintf(esc, sizeof esc, "\\x%02x", p[i]);
+		} else if (!len) {
+			snprintf(esc, sizeof esc, "\\x%02x", p[i]);
+			len = 1;
+		} else {
+			if (at + len >= size)
+				break;
+			memcpy(out + at, p + i, len);
+			at += len;
+			i += len;
+			continue;
+		}
+		if (at + strlen(esc) >= size)
+			break;
+		memcpy(out + at, esc, strlen(esc));
+		at += strlen(esc);
+		i += 1;
+	}
+	out[at] = '\0';
+	return at;
+}
+
 static void
 vsay(const char *fmt, va_list ap)
 {
-	char line[2048];
-	int n;
+	char text[2048], line[4096];
+	size_t n;
 
-	n = snprintf(line, sizeof line, "%s: ", maro_progname);
-	vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
-	strcat(line, "\n");
+	vsnprintf(text, sizeof text, fmt, ap);
+	n = (size_t)snprintf(line, sizeof line, "%s: ", maro_progname);
+	if (n > sizeof line - 2)
+		n = sizeof line - 2;
+	n += maro_cli_quote(line + n, sizeof line - n - 1, text, strlen(text));
+	line[n++] = '\n';
 	/* one write, so lines of concurrent tools do not interleave */
-	if (write(STDERR_FILENO, line, strlen(line)) < 0)
+	if (write(STDERR_FILENO, line, n) < 0)
 		return;
 }
 

@@ -36,6 +36,19 @@ extern const char *maro_progname;
 void maro_cli_init(const char *argv0);
 noreturn void maro_die(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void maro_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/*
+ * What a diagnostic may show of bytes it did not write itself (a peer's
+ * error text, a host name a Sentinel gave, a bundle's path name, a
+ * registry entry): s[0..n) into out (size bytes, always terminated) with
+ * every byte a terminal would act on written as C writes it (\e, \n,
+ * \t, ... \xNN): the C0 controls, DEL, the C1 controls (also as UTF-8)
+ * and bytes that are not UTF-8.  Printable UTF-8 and the backslash stay as
+ * they are.  An escape is never cut in two.  Returns the length written.
+ * maro_die, maro_warn, maro_info and maro_usage_error pass their whole
+ * line through it, so that no diagnostic can move the cursor, set a
+ * title or fake a line of its own.
+ */
+size_t maro_cli_quote(char *out, size_t size, const char *s, size_t n);
 /* realloc, or die with 70 "out of memory": so that callers read straight. */
 void *maro_xrealloc(void *p, size_t n);
 /* Only with -v. */

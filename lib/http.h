@@ -5,8 +5,13 @@
  * GET and HEAD of any path go to the caller's function, which fills a
  * reply; any other method is answered 405 (Allow: GET, HEAD) without it.
  * Every reply says Cache-Control: no-store and a Content-Security-Policy
- * that lets a page load nothing but what this server gives.  Only the
- * programs that serve link libmicrohttpd (-lmicrohttpd).
+ * that lets a page load nothing but what this server gives.  Listening on
+ * the loopback, a request whose Host names anything else than localhost,
+ * 127.0.0.1, [::1] or the address listened on (any port) is answered 403
+ * without it (DNS rebinding).  Each connection has 10 s for a request and
+ * its answer, headers included, 5 s of silence at most; at 192 of its 256
+ * connections a new one has the oldest cut (slow clients).  libmicrohttpd
+ * is loaded when a server opens (dlopen).
  *
  * The functions return 0 (or a pointer), or -1 (NULL) with errno and, when
  * errbuf is given, a message.

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <sodium.h>
@@ -149,6 +150,36 @@ parse(const char *s, uint64_t *seq, uint64_t *hash, int *done)
 	return 0;
 }
 
+/* The slot of seq in log->v: its own, or the free one where it goes. */
+static struct maro_joblog_task *
+slot(const struct maro_joblog *log, uint64_t seq)
+{
+	size_t mask = log->cap - 1, k = (size_t)(seq * 0x9e3779b97f4a7c15u >> 17) & mask;
+
+	while (log->v[k].seq && log->v[k].seq != seq)
+		k = (k + 1) & mask;
+	return &log->v[k];
+}
+
+/* Doubles the table (or makes its first): 0, or -1 with ENOMEM. */
+static int
+grow(struct maro_joblog *log)
+{
+	struct maro_joblog old = *log;
+	size_t k;
+
+	log->cap = old.cap ? old.cap * 2 : 1024;
+	if (!(log->v = calloc(log->cap, sizeof *log->v))) {
+		*log = old;
+		return -1;
+	}
+	for (k = 0; k < old.cap; k++)
+		if (old.v[k].seq)
+			*slot(log, old.v[k].seq) = old.v[k];
+	free(old.v);
+	return 0;
+}
+
 static int
 note(struct maro_joblog *log, uint64_t seq, uint64_t hash, int done, uint64_t line,
     struct maro_err *err)
@@ -157,28 +188,19 @@ note(struct maro_joblog *log, uint64_t seq, uint64_t hash, int done, uint64_t li
 
 	if (seq > (uint64_t)1 << 31)
 		return bad(err, line, "sequence number out of range");
-	if (seq > log->n) {
-		if (seq > log->cap) {
-			size_t cap = log->cap ? log->cap : 1024;
-			struct maro_joblog_task *v;
-
-			while (cap < seq)
-				cap *= 2;
-			v = realloc(log->v, cap * sizeof *v);
-			if (!v)
-				return -1;
-			log->v = v;
-			log->cap = cap;
-		}
-		memset(log->v + log->n, 0, (seq - log->n) * sizeof *log->v);
-		log->n = seq;
-	}
-	t = &log->v[seq - 1];
-	if (t->state && t->hash != hash)
+	if ((log->n + 1) * 2 > log->cap && grow(log) < 0)
+		return -1;
+	t = slot(log, seq);
+	if (t->seq && t->hash != hash)
 		return bad(err, line, "two records of one task with different hashes");
+	if (!t->seq)
+		log->n++;
+	t->seq = seq;
 	t->hash = hash;
 	if (t->state < 2)
 		t->state = done ? 2 : 1;
+	if (seq > log->last)
+		log->last = seq;
 	return 0;
 }
 
@@ -251,7 +273,7 @@ maro_joblog_check(const struct maro_joblog *log, uint64_t seq, uint64_t hash)
 {
 	const struct maro_joblog_task *t;
 
-	if (seq < 1 || seq > log->n || !(t = &log->v[seq - 1])->state)
+	if (seq < 1 || !log->n || !(t = slot(log, seq))->seq)
 		return MARO_JOBLOG_RUN;
 	if (t->hash != hash)
 		return MARO_JOBLOG_OTHER;
@@ -261,7 +283,7 @@ maro_joblog_check(const struct maro_joblog *log, uint64_t seq, uint64_t hash)
 uint64_t
 maro_joblog_last(const struct maro_joblog *log)
 {
-	return log->n;
+	return log->last;
 }
 
 void
@@ -271,33 +293,80 @@ maro_joblog_free(struct maro_joblog *log)
 	memset(log, 0, sizeof *log);
 }
 
+/*
+ * An exclusive lock on the whole of fd's file, or -1 with EWOULDBLOCK and
+ * err->msg naming the process that holds it.  A record lock (fcntl), not
+ * flock: the system can say who holds it, and it holds on NFS too.
+ */
+static int
+lock(int fd, const char *path, struct maro_err *err)
+{
+	struct flock l = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+
+	while (fcntl(fd, F_SETLK, &l) < 0) {
+		if (errno == EINTR)
+			continue;
+		if (errno != EACCES && errno != EAGAIN)
+			return -1;
+		l.l_type = F_WRLCK;
+		if (fcntl(fd, F_GETLK, &l) == 0 && l.l_type != F_UNLCK && l.l_pid > 0)
+			snprintf(err->msg, sizeof err->msg,
+			    "job log '%s' is in use by another run (pid %ld)", path, (long)l.l_pid);
+		else
+			snprintf(err->msg, sizeof err->msg, "job log '%s' is in use by another run",
+			    path);
+		errno = EWOULDBLOCK;
+		return -1;
+	}
+	return 0;
+}
+
 int
 maro_joblog_open(struct maro_joblog_file *f, const char *path, int resume,
     struct maro_err *err)
 {
 	off_t whole = 0;
 	const char *what = "cannot open";
+	struct stat st;
+	int keep;
 
 	memset(f, 0, sizeof *f);
-	f->fd = open(path, resume ? O_RDWR | O_CREAT | O_CLOEXEC :
-	    O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+	/* not O_TRUNC: a log in use by another run is left as it is */
+	f->fd = open(path, (resume ? O_RDWR : O_WRONLY) | O_CREAT | O_CLOEXEC, 0666);
 	if (f->fd < 0)
 		goto fail;
+	what = "cannot lock";
+	/* a pipe or a terminal (--joblog /dev/stderr) is neither shared by runs nor truncated */
+	if (fstat(f->fd, &st) < 0)
+		goto fail;
+	if (S_ISREG(st.st_mode) && lock(f->fd, path, err) < 0) {
+		if (errno != EWOULDBLOCK)
+			goto fail;
+		goto out;
+	}
 	maro_writer_init(&f->w, f->fd);
 	what = "cannot read";
 	if (resume && maro_joblog_load(&f->had, f->fd, &whole, err) < 0) {
 		if (errno != EINVAL)
 			goto fail;
-		return -1;
+		goto out;
 	}
 	what = "cannot write";
-	if (resume && (ftruncate(f->fd, whole) < 0 || lseek(f->fd, whole, SEEK_SET) < 0))
+	if (S_ISREG(st.st_mode) && (ftruncate(f->fd, whole) < 0 || lseek(f->fd, whole, SEEK_SET) < 0))
 		goto fail;
 	if (!whole && maro_writer_put(&f->w, MARO_JOBLOG_HEADER, strlen(MARO_JOBLOG_HEADER)) < 0)
 		goto fail;
 	return 0;
 fail:
 	snprintf(err->msg, sizeof err->msg, "%s '%s': %s", what, path, strerror(errno));
+out:
+	keep = errno;
+	if (f->fd >= 0)
+		close(f->fd);
+	f->fd = -1;
+	maro_writer_free(&f->w);
+	maro_joblog_free(&f->had);
+	errno = keep;
 	return -1;
 }
 

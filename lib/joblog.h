@@ -55,13 +55,20 @@ size_t maro_joblog_cut(const uint8_t *p, size_t n, size_t max);
 int maro_joblog_hash(const uint8_t *req, size_t n, int with_dest, uint64_t *hash,
     struct maro_err *err);
 
-/* What a job log says of the tasks it has a record of, for a resumed run. */
+/*
+ * What a job log says of the tasks it has a record of, for a resumed run:
+ * a table of the seqs it names, so that its size follows the lines read,
+ * not the largest seq a line claims (a log of one line "100000000 ..."
+ * is one entry, not a hundred million).
+ */
 struct maro_joblog {
 	struct maro_joblog_task {
+		uint64_t seq;	/* 0: a free slot */
 		uint64_t hash;
-		int state;	/* 0 no record, 1 ended without success, 2 done */
-	} *v;			/* task seq is v[seq - 1], seq <= n */
+		int state;	/* 1 ended without success, 2 done */
+	} *v;			/* open addressing, cap a power of 2, n <= cap / 2 */
 	size_t n, cap;
+	uint64_t last;		/* the highest seq */
 };
 
 /*
@@ -93,11 +100,15 @@ struct maro_joblog_file {
 	struct maro_buf rec;	/* the caller's, to format a record in */
 };
 /*
- * Opens a job log at path: created or truncated, its header buffered; with
+ * Opens a job log at path and locks it (an exclusive record lock on the
+ * whole file, fcntl F_SETLK, held until maro_joblog_close or the end of
+ * the process), then: created or truncated, its header buffered; with
  * resume created if need be, read (maro_joblog_load, into f->had), a last
  * line cut short cut off, and added to.  0; or -1 with err->msg saying
  * what failed and errno EINVAL for a file that is not a job log (it is
- * left as it is; err->offset its line), or the errno of the system call.
+ * left as it is; err->offset its line), EWOULDBLOCK when another process
+ * holds its lock (the file is left as it is; err->msg names it, and that
+ * process when the system says which), or the errno of the system call.
  */
 int maro_joblog_open(struct maro_joblog_file *f, const char *path, int resume,
     struct maro_err *err);

@@ -1,6 +1,7 @@
 /*
  * monitor: the endpoints of maro-peers --serve (monitor.h).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -107,28 +108,55 @@ static const char page[] =
 "</script>\n"
 "</body></html>\n";
 
-/* The listing, waiting on the registry no longer than m->budget_us. */
+/*
+ * The listing: the last one while it is fresh, else a new one, waiting on
+ * the registry no longer than m->budget_us.  *v is m's (not to be freed);
+ * -1 with *why when the registry failed.
+ */
 static ssize_t
-list(struct maro_monitor *m, struct maro_entry **v)
+list(struct maro_monitor *m, const struct maro_entry **v, const char **why)
 {
-	int64_t saved = maro_deadline, until = maro_now_us() + m->budget_us;
+	int64_t saved = maro_deadline, now = maro_now_us(), until = now + m->budget_us;
+	struct maro_entry *fresh = NULL;
 	ssize_t n;
 
-	if (until < maro_deadline)
-		maro_deadline = until;
-	if (!m->r)
-		m->r = maro_registry_open(m->url, m->group, NULL, m->err, sizeof m->err);
-	n = m->r ? maro_registry_list(m->r, m->prefix, v) : -1;
-	maro_deadline = saved;
-	return n;
+	if (!m->seen_at || now - m->seen_at >= MARO_MONITOR_FRESH_US) {
+		if (until < maro_deadline)
+			maro_deadline = until;
+		if (!m->r)
+			m->r = maro_registry_open(m->url, m->group, NULL, m->err, sizeof m->err);
+		n = m->r ? maro_registry_list(m->r, m->prefix, &fresh) : -1;
+		maro_deadline = saved;
+		m->listings++;
+		if (n < 0)
+			snprintf(m->seen_err, sizeof m->seen_err, "%s",
+			    m->r ? maro_registry_error(m->r) : m->err);
+		free(m->seen);
+		m->seen = fresh;
+		m->nseen = n;
+		/* from its end: a listing that took the whole budget is not taken again at once */
+		m->seen_at = maro_now_us();
+	}
+	*v = m->seen;
+	*why = m->seen_err;
+	return m->nseen;
+}
+
+void
+maro_monitor_free(struct maro_monitor *m)
+{
+	free(m->seen);
+	m->seen = NULL;
+	m->seen_at = 0;
 }
 
 /* The summary with the group and the registry's state before its figures. */
 static void
 status_json(struct maro_monitor *m, struct maro_http_reply *rep)
 {
-	struct maro_entry *v = NULL;
-	ssize_t n = list(m, &v);
+	const struct maro_entry *v;
+	const char *why;
+	ssize_t n = list(m, &v, &why);
 	json_t *j = json_object();
 	char *s = NULL;
 	size_t len;
@@ -136,7 +164,7 @@ status_json(struct maro_monitor *m, struct maro_http_reply *rep)
 	json_object_set_new(j, "group", json_string(m->group));
 	json_object_set_new(j, "registry_up", json_boolean(n >= 0));
 	if (n < 0)
-		json_object_set_new(j, "error", json_string(m->r ? maro_registry_error(m->r) : m->err));
+		json_object_set_new(j, "error", json_string(why));
 	s = json_dumps(j, JSON_COMPACT);
 	json_decref(j);
 	if (!s)
@@ -155,12 +183,10 @@ status_json(struct maro_monitor *m, struct maro_http_reply *rep)
 		rep->body.len--;
 	}
 	free(s);
-	free(v);
 	rep->type = "application/json";
 	return;
 oom:
 	free(s);
-	free(v);
 	rep->status = 500;
 	maro_buf_reset(&rep->body);
 }
@@ -168,15 +194,15 @@ oom:
 static void
 metrics(struct maro_monitor *m, struct maro_http_reply *rep)
 {
-	struct maro_entry *v = NULL;
-	ssize_t n = list(m, &v);
+	const struct maro_entry *v;
+	const char *why;
+	ssize_t n = list(m, &v, &why);
 
 	rep->type = "text/plain; version=0.0.4; charset=utf-8";
 	if (maro_view_prometheus(&rep->body, v, n, m->group) < 0) {
 		rep->status = 500;
 		maro_buf_reset(&rep->body);
 	}
-	free(v);
 }
 
 void

@@ -439,3 +439,40 @@ restore_entry() {
 	[ "$status" -eq 0 ]
 	[ "$(cat sink.out)" = after ]
 }
+
+# evil_sentinel MODE [named]: tests/tools/fake-sentinel answering with
+# terminal controls, on a free port for at most 30 s; its port in $port
+evil_sentinel() {
+	command -v python3 > /dev/null || skip "python3 is not installed (the fake sentinel)"
+	bg 30 python3 "$MARO_TOP/tests/tools/fake-sentinel" "$1" fake.port "${@:2}"
+	wait_until 10 test -s fake.port
+	port=$(cat fake.port)
+}
+
+# no_controls TEXT: TEXT has no byte a terminal acts on but its newlines
+no_controls() { ! printf '%s' "$1" | LC_ALL=C grep -q $'[\x01-\x09\x0b-\x1f\x7f\x80-\xff]'; }
+
+@test "terminal controls a hostile sentinel or server sends are escaped in every diagnostic" {
+	local evil='\e[31mRED\e[0m\e]0;title\a\rfake\x9b2J evil'
+	evil_sentinel evil
+	run -69 --separate-stderr timeout 10 maro-peers -W 2s --registry "redis+sentinel://127.0.0.1:$port/mymaster"
+	no_controls "$stderr"
+	[[ "$stderr" == *"(sentinel at 127.0.0.1:$port: ERR $evil)" ]]
+	# the server a sentinel names, and a redis:// server: their errors too
+	kill_bg
+	rm fake.port
+	evil_sentinel evil named
+	run -69 --separate-stderr timeout 10 maro-send -p x -W 2s --registry "redis+sentinel://127.0.0.1:$port/mymaster" < /dev/null
+	no_controls "$stderr"
+	[[ "$stderr" == *"(redis at 127.0.0.1:$port: ERR $evil)" ]]
+	run -69 --separate-stderr timeout 10 maro-recv -n x -W 2s --registry "redis://127.0.0.1:$port/0"
+	no_controls "$stderr"
+	[[ "$stderr" == *"redis at 127.0.0.1:$port: ERR $evil" ]]
+	# a host name a sentinel gives
+	kill_bg
+	rm fake.port
+	evil_sentinel evilhost
+	run -69 --separate-stderr timeout 10 maro-peers -W 2s --registry "redis+sentinel://127.0.0.1:$port/mymaster"
+	no_controls "$stderr"
+	[[ "$stderr" == *"cannot connect to redis at h${evil% evil}:6379"* ]]
+}

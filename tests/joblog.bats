@@ -143,3 +143,37 @@ records() { tail -n +2 "$1"; }
 	run -2 maro-scatter -n m -P worker -t job --async --joblog x
 	assert_output --partial -- "--joblog needs replies: not with --async"
 }
+
+@test "joblog: a second run with the job log in use is refused (69), naming it and its holder, and changes nothing" {
+	coworker worker.1 0.05
+	coworker worker.2 0.05
+	wait_until 10 live_is worker. 2
+	seq 60 > tasks
+	bg 30 maro-scatter -P worker -t job --joblog log -W 25s -f payload < tasks > out1
+	wait_until 10 has_lines log 6
+	local holder
+	holder=$(child_pid "$BG_PID" maro-scatter)
+	# neither a new log nor a resumed one: the file is not truncated, no task of theirs runs
+	run -69 --separate-stderr timeout 10 sh -c 'printf "%s\n" x1 x2 | maro-scatter -P worker -t job --joblog log -W 5s'
+	assert_equal "$stderr" "maro-scatter: job log 'log' is in use by another run (pid $holder)"
+	run -69 --separate-stderr timeout 10 sh -c 'printf "%s\n" x1 x2 | maro-scatter -P worker -t job --joblog log --resume -W 5s'
+	assert_equal "$stderr" "maro-scatter: job log 'log' is in use by another run (pid $holder)"
+	wait_exit "$BG_PID" 25
+	assert_equal "$(grep -c '^x' "$RUNS")" 0
+	# the first run's log is whole: one record per task, and a resume has nothing left to do
+	assert_equal "$(records log | awk -F '\t' '$7 == "done" { print $1 }' | sort -n)" "$(seq 60)"
+	run -0 --separate-stderr timeout 30 maro-scatter -P worker -t job --joblog log --resume -W 20s -f payload < tasks
+	assert_output ""
+	# a job log that is not a file (a pipe, the terminal) is not locked: two runs may share stderr
+	run -0 --separate-stderr timeout 30 sh -c 'echo a | maro-scatter -P worker -t job --joblog /dev/stderr -W 20s -f payload'
+	[[ "$stderr" == "$(printf 'seq\thash')"*'done'* ]]
+}
+
+@test "joblog: --resume of a crafted log whose seq is huge reads it in memory of its lines, not of its seq" {
+	coworker worker.1
+	wait_until 10 live_is worker. 1
+	printf 'seq\thash\tworker\tattempts\tstart\tduration\toutcome\tpayload\n2000000000\t0000000000000001\tw\t1\t1\t1\tdone\tx\n' > log
+	# 2e9 records of 16 bytes would be 30 GB; 200 MB of address space is plenty for a log of one line
+	run -65 --separate-stderr timeout 20 sh -c 'ulimit -v 200000; echo a | maro-scatter -P worker -t job --joblog log --resume -W 5s'
+	[[ "$stderr" == *"the input ended at line 1, but job log 'log' has a record of line 2000000000: not the input it was written for"* ]]
+}

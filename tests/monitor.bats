@@ -283,7 +283,8 @@ open_page_done_over() {
 	need chromium chromium
 	workers 2 0.05
 	serve
-	bg 40 sh -c 'seq 400 | maro-scatter -P worker -t t --json-lines -W 35s -f payload > out'
+	# enough tasks that the scatter still runs when the second page opens (teardown ends it)
+	bg 130 sh -c 'seq 2000 | maro-scatter -P worker -t t --json-lines -W 120s -f payload > out'
 	wait_until 15 sh -c '[ "$(maro-peers --status -f json | jq ".type_stats.worker.done")" -gt 0 ]'
 	# the DOM once the page has polled
 	run -0 dom
@@ -309,6 +310,79 @@ open_page_done_over() {
 	cp monitor.png "$MARO_BIN/../monitor.png"
 }
 
+# evals: how many EVALs the suite's Redis has run (a listing is one)
+evals() {
+	redis-cli -p "$(cat "$BATS_FILE_TMPDIR/redis/redis.port")" info commandstats |
+		sed -n 's/^cmdstat_eval:calls=\([0-9]*\),.*/\1/p'
+}
+
+@test "--serve: 50 requests, ten at a time, cost the registry one listing a second, not one each" {
+	serve
+	local n0 n1 t0 t1 s
+	curl -sS -m 5 -o /dev/null "${URL}metrics"
+	n0=$(evals)
+	t0=$(date +%s%N)
+	run -0 sh -c '{ yes "$1metrics" | head -n 25; yes "$1status.json" | head -n 25; } |
+		xargs -P 10 -n 1 curl -sS -m 5 -o /dev/null -w "%{http_code}\n"' _ "$URL"
+	t1=$(date +%s%N)
+	n1=$(evals)
+	assert_equal "$(printf '%s\n' "${lines[@]}" | sort | uniq -c | awk '{ print $1, $2 }')" "50 200"
+	# at most one listing per second begun, and the first
+	s=$(( (t1 - t0) / 1000000000 + 1 ))
+	[ $(( n1 - n0 )) -le $(( s + 1 )) ] || fail "$(( n1 - n0 )) listings for 50 requests in $s s"
+	# a member that joins is listed within the second after
+	workers 1
+	wait_until 3 sh -c "curl -sS -m 2 ${URL}status.json | jq -e '.members == 1' > /dev/null"
+}
+
+@test "--serve on the loopback answers only to its own names: a page by another host name (DNS rebinding) is 403" {
+	serve
+	local h
+	for h in localhost "localhost:$(echo "$URL" | sed 's/.*://; s|/||')" localhost:9000 LocalHost 127.0.0.1 127.0.0.1:80 '[::1]' '[::1]:8080'; do
+		run -0 curl -sS -o /dev/null -w '%{http_code}' -H "Host: $h" "${URL}status.json"
+		[ "$output" = 200 ] || fail "Host $h: $output"
+	done
+	for h in evil.example evil.example:80 127.0.0.1.evil.example localhost.evil.example 'localhost:' 'localhost:8x' '[::2]'; do
+		run -0 curl -sS -D head -o body -w '%{http_code}' -H "Host: $h" "${URL}status.json"
+		[ "$output" = 403 ] || fail "Host $h: $output"
+		assert_equal "$(cat body)" "forbidden: this server on the loopback answers only to Host localhost, 127.0.0.1 or [::1]"
+		run ! grep -q registry_up body
+	done
+	# the page and the metrics too
+	run -0 curl -sS -o /dev/null -w '%{http_code}' -H 'Host: evil.example' "$URL"
+	assert_output 403
+	run -0 curl -sS -o /dev/null -w '%{http_code}' -H 'Host: evil.example' "${URL}metrics"
+	assert_output 403
+	# HTTP/1.0 without a Host (no browser sends that) is answered
+	run -0 curl -sS -0 -H 'Host:' -o /dev/null -w '%{http_code}' "${URL}status.json"
+	assert_output 200
+}
+
+@test "--serve outlives a slowloris: 300 connections trickling headers; curl is answered at once, each slow one cut within 10 s" {
+	need python3 python3
+	serve
+	local port=${URL##*:}
+	port=${port%/}
+	bg 30 python3 "$MARO_TOP/tests/tools/slowloris" "$port" 300 1 13 ready > loris.out
+	local loris=$BG_PID
+	wait_until 30 test -s ready
+	local i
+	for i in 1 2 3; do
+		run -0 curl -sS -m 3 -o /dev/null -w '%{http_code}' "${URL}status.json"
+		assert_output 200
+	done
+	wait_exit "$loris" 25
+	# every slow connection ended by the server, none later than its 10 s
+	run -0 cat loris.out
+	[[ "$output" =~ ^closed\ ([0-9]+)\ of\ ([0-9]+),\ longest\ ([0-9.]+)$ ]]
+	[ "${BASH_REMATCH[1]}" = "${BASH_REMATCH[2]}" ] || fail "$output"
+	[ "${BASH_REMATCH[2]}" -gt 192 ] || fail "$output"
+	awk -v l="${BASH_REMATCH[3]}" 'BEGIN { exit !(l < 12) }' || fail "a slow connection lived ${BASH_REMATCH[3]} s"
+	run -0 curl -sS -m 3 -o /dev/null -w '%{http_code}' "${URL}status.json"
+	assert_output 200
+	kill -0 "$SERVE_PID"
+}
+
 @test "a Redis outage: the server starts in one and lives through others, answers within its bound, maro_registry_up 0, the page says so" {
 	local port up="maro_registry_up{group=\"$MARO_GROUP\"}"
 	port=$(sh "$MARO_TOP/scripts/test-redis" start "$BATS_TEST_TMPDIR/r2")
@@ -322,11 +396,14 @@ open_page_done_over() {
 	sh "$MARO_TOP/scripts/test-redis" start "$BATS_TEST_TMPDIR/r2" "$port" > /dev/null
 	wait_until 10 sh -c "curl -sS -m 5 ${URL}metrics | grep -qx '$up 1'"
 	workers 1
+	# a listing answers for a second (MARO_MONITOR_FRESH_US): the worker is in the next
+	wait_until 5 sh -c "curl -sS -m 5 ${URL}metrics | grep -qF 'name=\"worker.1\"'"
 	run -0 curl -sS -m 5 "${URL}metrics"
 	assert_line "maro_component_up{group=\"$MARO_GROUP\",name=\"worker.1\",type=\"worker\",host=\"$HOST\"} 1"
-	# hung: each request waits on it 1 s at most
+	# hung: each request waits on it 1 s at most, once the listing before is a second old
 	STOPPED=$(cat "$BATS_TEST_TMPDIR/r2/redis.pid.launch")
 	kill -STOP "$STOPPED"
+	sleep 1.1
 	local t0 ms
 	t0=$(date +%s%N)
 	run -0 curl -sS -m 5 "${URL}metrics"

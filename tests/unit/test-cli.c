@@ -19,6 +19,22 @@ test_cli(void)
 	maro_errbuf_set(eb, sizeof eb, "cannot %s", "open it");
 	CHECK(strcmp(eb, "cannot ") == 0);
 	maro_errbuf_set(NULL, 0, "ignored %d", 1);
+	{
+		/* what a peer sent, as a diagnostic shows it: nothing a terminal acts on */
+		char q[64];
+		const char evil[] = "ERR \033[31mRED\033]0;t\a\r\n\x7f\x9b\xc2\x9b \xc3\xa9 \xe2\x82\xac a\\b\xff\xc3";
+
+		CHECK(maro_cli_quote(q, sizeof q, evil, sizeof evil - 1) == strlen(q));
+		CHECK(!strcmp(q, "ERR \\e[31mRED\\e]0;t\\a\\r\\n\\x7f\\x9b\\xc2\\x9b \xc3\xa9 \xe2\x82\xac a\\b\\xff\\xc3"));
+		/* a NUL is a byte like another; overlong and surrogate forms are not UTF-8 */
+		CHECK(maro_cli_quote(q, sizeof q, "a\0b\xc0\x9b\xed\xa0\x80", 8) == 26 &&
+		    !strcmp(q, "a\\x00b\\xc0\\x9b\\xed\\xa0\\x80"));
+		/* cut to fit, never in the middle of an escape or a character */
+		CHECK(maro_cli_quote(q, 5, "ab\033cd", 5) == 4 && !strcmp(q, "ab\\e"));
+		CHECK(maro_cli_quote(q, 4, "ab\033cd", 5) == 2 && !strcmp(q, "ab"));
+		CHECK(maro_cli_quote(q, 4, "a\xe2\x82\xac", 4) == 1 && !strcmp(q, "a"));
+		CHECK(maro_cli_quote(q, 0, "a", 1) == 0);
+	}
 	maro_errbuf_set(eb, 0, "untouched");
 	CHECK(strcmp(eb, "cannot ") == 0);
 	CHECK(maro_duration_parse("5", &us) == 0 && us == 5000000);
