@@ -33,6 +33,9 @@ maro_tool_bundle(struct maro_ctx *c, const struct maro_common *cm, const char *s
 	    (void *)server, got, &err)) != 0)
 		maro_die(rc == MARO_BUNDLE_SIGNAL ? maro_signal_status() : status[rc], "bundle of '%s': %s",
 		    server, err.msg);
+	if (got->altered[0])
+		maro_warn("bundle %.12s in the cache '%s' failed its check (%s): fetched again", got->hash,
+		    got->path, got->altered);
 	maro_info("bundle %.12s from '%s': %llu bytes, %llu fetched", got->hash, server,
 	    (unsigned long long)got->size, (unsigned long long)got->fetched);
 	return got->dir;
