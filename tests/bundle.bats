@@ -270,6 +270,38 @@ hostile() {
 	[ "$(sort out | cut -d' ' -f1-2 | tr '\n' ' ')" = "1 hello 2 hello 3 hello 4 hello 5 hello " ]
 }
 
+@test "a copy a job changed fails its check at the next use and is fetched again; one the job only read is used as it is" {
+	serve master/job
+	fetch_only hostA w.1
+	h=$(bundles hostA/cache/maro/bundles)
+	# job 1 (the same user) makes the copy writable and rewrites run.sh for every later job
+	chmod u+w "hostA/cache/maro/bundles/$h" "hostA/cache/maro/bundles/$h/run.sh"
+	printf '#!/bin/sh\ntouch "%s/planted.ran"\ncat\n' "$PWD" > run.evil
+	cat run.evil > "hostA/cache/maro/bundles/$h/run.sh"
+	chmod u-w "hostA/cache/maro/bundles/$h" "hostA/cache/maro/bundles/$h/run.sh"
+	worker hostA w.2
+	wait_until 10 grep -q 'fetched$' hostA/w.2.err
+	grep -qx "maro-dist: bundle ${h:0:12} in the cache '$PWD/hostA/cache/maro/bundles/$h' failed its check ('run.sh' changed): fetched again" hostA/w.2.err
+	[ "$(fetched hostA/w.2.err)" -gt 0 ]
+	seq 2 | maro-scatter -e w=1 -P w -t sq -W 10s -f payload > out
+	[ "$(cut -d' ' -f1-2 out | sort | tr '\n' ' ')" = "1 hello 2 hello " ]
+	[ ! -e planted.ran ]
+	maro-send -p w.2 -t stop --notification -W 10s
+	wait_until 10 not_live w.2
+	# a file added, in the fresh copy: the same
+	chmod u+w "hostA/cache/maro/bundles/$h"
+	touch "hostA/cache/maro/bundles/$h/extra"
+	chmod u-w "hostA/cache/maro/bundles/$h"
+	fetch_only hostA w.3
+	grep -q "failed its check (it holds entries its manifest does not name): fetched again" hostA/w.3.err
+	[ ! -e "hostA/cache/maro/bundles/$h/extra" ]
+	# untouched (only read, and its times of use moved): used as it is, nothing said
+	cat "hostA/cache/maro/bundles/$h/run.sh" > /dev/null
+	fetch_only hostA w.4
+	[ "$(fetched hostA/w.4.err)" = 0 ]
+	run ! grep -q 'failed its check' hostA/w.4.err
+}
+
 # nested FILE: a stream of 1000 directories, each in the one before (a/a/a...)
 nested() {
 	awk 'BEGIN { print "maro-bundle 1"; p = "a"; for (i = 0; i < 1000; i++) { print "d 0755 " p; p = p "/a" } print "e" }' > "$1"
