@@ -302,6 +302,47 @@ hostile() {
 	run ! grep -q 'failed its check' hostA/w.4.err
 }
 
+@test "--clear-bundles, as a normal user: removes the bundles no running worker uses (1 while one is in use), then the cache (0)" {
+	[ "$(id -u)" -eq 0 ] || skip "needs root, to act as a normal user (setpriv)"
+	shared=$(mktemp -d /tmp/maro-shared.XXXXXX)
+	chmod 1777 "$shared"
+	as_nobody mkdir -m 0700 "$shared/home"
+	cp -r master/job "$shared/job"
+	chmod -R a+rX "$shared/job"
+	export XDG_CACHE_HOME="$shared/home/cache" MARO_REGISTRY="dir:$shared/home/reg" TMPDIR=$shared
+	cache=$shared/home/cache/maro/bundles
+	# bundle A, fetched by a worker that ended; bundle B, in use by a running one
+	for b in A B; do
+		echo "$b" > "$shared/job/version"
+		bg 60 setpriv --reuid=65534 --regid=65534 --clear-groups maro-dist -n "files$b" \
+			--serve-bundle "$shared/job" 2> "srv$b.err"
+		as_nobody maro-peers -e "files$b=1" -W 10s -q || { cat "srv$b.err" >&2; return 1; }
+		bg 60 setpriv --reuid=65534 --regid=65534 --clear-groups maro-dist -n "w$b" -v \
+			--bundle "files$b" --on '*:x:1' true 2> "w$b.err"
+		eval "w$b=\$BG_PID"
+		wait_until 30 grep -q 'fetched$' "w$b.err"
+	done
+	stop_bg "$wA"
+	[ "$(bundles "$cache" | wc -l)" -eq 2 ]
+	# what a user tries first: the read-only bundles stop rm -rf
+	run ! as_nobody rm -rf "$cache/$(bundles "$cache" | head -n 1)"
+	run -1 as_nobody maro-dist --clear-bundles
+	echo "$output"
+	[ "${lines[0]}" = "maro-dist: cleared the bundle cache '$cache': 1 bundle removed (0.0 MiB)" ]
+	[ "${lines[1]}" = "maro-dist: 1 bundle in use by a running worker (or being fetched) kept: stop the workers and clear again" ]
+	[ "$(bundles "$cache" | wc -l)" -eq 1 ]
+	[ "$(cat "$cache/$(bundles "$cache")/version")" = B ]
+	# the worker ends: all of it goes, the cache too
+	stop_bg "$wB"
+	run -0 as_nobody maro-dist --clear-bundles
+	assert_output "maro-dist: cleared and removed the bundle cache '$cache': 1 bundle removed (0.0 MiB); nothing left"
+	[ ! -e "$cache" ]
+	run -0 as_nobody rm -rf "$shared/home/cache"
+	run -0 as_nobody maro-dist --clear-bundles
+	assert_output "maro-dist: no bundle cache at '$cache': nothing to clear"
+	run -2 maro-dist --clear-bundles -v
+}
+
 # nested FILE: a stream of 1000 directories, each in the one before (a/a/a...)
 nested() {
 	awk 'BEGIN { print "maro-bundle 1"; p = "a"; for (i = 0; i < 1000; i++) { print "d 0755 " p; p = p "/a" } print "e" }' > "$1"
