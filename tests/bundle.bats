@@ -242,6 +242,51 @@ hostile() {
 	[ "$(bundles hostA/cache/maro/bundles)" != "$first" ]
 }
 
+# serve_next PATH: the server 'files' stopped, and started again for PATH
+serve_next() {
+	stop_bg "$srv"
+	wait_until 10 not_live files
+	serve "$1"
+}
+
+@test "eviction counts 512 bytes an entry, and passes by a bundle whose lock is held and one a running worker uses" {
+	cache=hostA/cache/maro/bundles
+	# A: 100 empty files, some 50 KiB of inodes however few bytes
+	awk 'BEGIN { print "maro-bundle 1"; for (i = 0; i < 100; i++) print "f 0644 0 e" i; print "e" }' > a.b
+	serve a.b
+	fetch_only hostA w.1
+	A=$(bundles "$cache")
+	# B, over a cap of 40 KiB with A: A goes
+	printf 'maro-bundle 1\nf 0644 1 b\nbe\n' > b.b
+	serve_next b.b
+	MARO_BUNDLE_CACHE_MAX=40K fetch_only hostA w.2
+	B=$(bundles "$cache")
+	[ "$B" != "$A" ]
+	[ "$(bundles "$cache" | wc -l)" -eq 1 ]
+	# B's lock held, as by a fetch of it in the midst: C's fetch over the cap leaves B and its lock file
+	ino=$(stat -c %i "$cache/.locks/$B")
+	bg 30 flock -n "$cache/.locks/$B" -c 'touch held; exec sleep 30'
+	holder=$BG_PID
+	wait_until 10 test -e held
+	printf 'maro-bundle 1\nf 0644 1 c\nce\n' > c.b
+	serve_next c.b
+	MARO_BUNDLE_CACHE_MAX=1 fetch_only hostA w.3
+	[ -d "$cache/$B" ]
+	[ "$(stat -c %i "$cache/.locks/$B")" = "$ino" ]
+	stop_bg "$holder"
+	# C in use by a running worker: D's fetch over the cap leaves C; B, unused and unlocked now, goes
+	C=$(bundles "$cache" | grep -vx "$B")
+	bg 60 env -C hostA XDG_CACHE_HOME="$PWD/hostA/cache" maro-dist -n w.4 -v --bundle files --on '*:x:1' true \
+		2> hostA/w.4.err
+	wait_until 30 grep -q 'fetched$' hostA/w.4.err
+	printf 'maro-bundle 1\nf 0644 1 d\nde\n' > d.b
+	serve_next d.b
+	MARO_BUNDLE_CACHE_MAX=1 fetch_only hostA w.5
+	[ -d "$cache/$C" ]
+	[ ! -e "$cache/$B" ]
+	[ ! -e "$cache/.locks/$B" ]
+}
+
 @test "with a group key the bundle travels encrypted, a member without it gets nothing; a long transfer says how it goes" {
 	maro-keygen group.key
 	export MARO_KEYFILE=$PWD/group.key
