@@ -31,7 +31,7 @@
 /* for replies already queued when a signal stops us: with MARO_HANDLER_GRACE_US, within maro(7)'s 2.5 s */
 #define SIGNAL_GRACE_US 2000000
 
-enum { OPT_ON = 256, OPT_CO, OPT_EXIT, OPT_RAW, OPT_JSON_LINES, OPT_BUNDLE, OPT_SERVE };
+enum { OPT_ON = 256, OPT_CO, OPT_EXIT, OPT_RAW, OPT_JSON_LINES, OPT_BUNDLE, OPT_SERVE, OPT_CLEAR };
 
 static const char *const synopsis[] = { "(--on EVENT CMD | --co EVENT CMD | --on EVENT --exit)...", NULL };
 
@@ -47,6 +47,7 @@ static const struct maro_opt opts[] = {
 	{ "bundle", 0, "NAME", "first get the bundle member NAME serves; handlers run in it", NULL,
 	    OPT_BUNDLE, 0, 0 },
 	{ "serve-bundle", 0, "DIR", "serve DIR as a bundle to members that ask", NULL, OPT_SERVE, 0, 0 },
+	{ "clear-bundles", 0, NULL, "alone: clear this user's bundle cache, and exit", NULL, OPT_CLEAR, 0, 0 },
 	MARO_OPT_SHARED_AS(MARO_SH_QUIET, "say less on stderr", 0),
 	{ 0 },
 };
@@ -229,6 +230,10 @@ own(void *arg, int key, char *val)
 	case OPT_JSON_LINES: d->x.json_lines = 1; return;
 	case OPT_BUNDLE: d->from = val; return;
 	case OPT_SERVE: d->serve = val; return;
+	case OPT_CLEAR:
+		if (a->argc != 2)
+			maro_usage_error("--clear-bundles goes alone");
+		exit(maro_tool_bundle_clear());
 	case OPT_EXIT: maro_usage_error("--exit goes after --on EVENT");
 	}
 	if (d->hs.n == MARO_HANDLER_MAX)

@@ -1,7 +1,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <inttypes.h>
 #include <malloc.h>
 #include <stdarg.h>
@@ -10,6 +9,7 @@
 #include <string.h>
 #include <pthread.h>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -26,6 +26,7 @@
 
 #include "bundle.h"
 #include "clock.h"
+#include "manifest.h"
 #include "outbox.h"
 #include "reply.h"
 #include "session.h"
@@ -365,84 +366,399 @@ maro_bundle_cache_dir(char *out, size_t len)
 	return k < len ? 0 : (errno = ENAMETOOLONG, -1);
 }
 
-static int
-mkdirs(const char *path)
-{
-	char tmp[4096], *s;
+/*
+ * The open cache.  Every look-up after cache_open is relative to these
+ * handles (and to handles of the bundles below): a directory renamed, or
+ * swapped for a link, after the check redirects nothing.
+ */
+struct cache {
+	int parent;			/* the directory above the cache */
+	int fd;				/* the cache */
+	int locks;			/* its .locks */
+	char name[256];			/* the cache's name in parent */
+	char path[4096];		/* for messages */
+};
 
-	snprintf(tmp, sizeof tmp, "%s", path);
-	for (s = tmp + 1; *s; s++) {
-		if (*s != '/')
-			continue;
-		*s = '\0';
-		if (mkdir(tmp, 0700) < 0 && errno != EEXIST)
-			return -1;
-		*s = '/';
-	}
-	return mkdir(tmp, 0700) < 0 && errno != EEXIST ? -1 : 0;
+static void
+cache_close(struct cache *c)
+{
+	if (c->locks >= 0)
+		close(c->locks);
+	if (c->fd >= 0)
+		close(c->fd);
+	if (c->parent >= 0)
+		close(c->parent);
+	c->parent = c->fd = c->locks = -1;
 }
 
 /*
- * Is the directory at path the cache's own: a directory, not a link,
- * owned by this user and writable by no one else?  Another local user who
- * made it first (under /tmp, say) could plant a bundle that the next
- * worker runs.  0, or -1 with why.
+ * Is the directory st, the cache or its .locks, ours: owned by this user
+ * and writable by no one else?  Another local user who made it first
+ * (under /tmp, say) could plant a bundle that the next worker runs.  0,
+ * or -1 with why.
  */
 static int
-cache_owned(const char *path, char *why, size_t len)
+owned(const struct stat *st, char *why, size_t len)
 {
-	struct stat st;
-
-	if (lstat(path, &st) < 0)
-		snprintf(why, len, "%s", strerror(errno));
-	else if (S_ISLNK(st.st_mode))
-		snprintf(why, len, "it is a symbolic link");
-	else if (!S_ISDIR(st.st_mode))
-		snprintf(why, len, "it is not a directory");
-	else if (st.st_uid != geteuid())
-		snprintf(why, len, "it is owned by uid %u, not by us (uid %u)", (unsigned)st.st_uid,
+	if (st->st_uid != geteuid())
+		snprintf(why, len, "it is owned by uid %u, not by us (uid %u)", (unsigned)st->st_uid,
 		    (unsigned)geteuid());
-	else if (st.st_mode & 022)
-		snprintf(why, len, "it is writable by group or others (mode %04o)", (unsigned)(st.st_mode & 07777));
+	else if (st->st_mode & 022)
+		snprintf(why, len, "it is writable by group or others (mode %04o)", (unsigned)(st->st_mode & 07777));
 	else
 		return 0;
 	return -1;
 }
 
+/*
+ * Opens the cache at path (relative to the working directory if not
+ * absolute), making what is missing with mode 0700 when make, and checks
+ * each directory from the root down, as the dir: registry does: the
+ * cache itself is opened without following a link and must be ours
+ * (owned); each directory above it must belong to root or us, and be
+ * sticky if others may write it (as /tmp), since whoever may rename an
+ * entry of a directory can put up a tree of their own in its place.  0;
+ * -1 with err (refused, or cannot be made); 1 when !make and it is not
+ * there.
+ */
 static int
-rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+cache_open(struct cache *c, const char *path, int make, struct maro_err *err)
 {
-	(void)st, (void)flag, (void)ftw;
-	if (flag == FTW_DP)
-		chmod(path, 0700);
-	return remove(path) < 0 && errno != ENOENT ? -1 : 0;
+	char comp[256], why[200], cwd[4096], given[4096];
+	size_t at = 0, n;
+	struct stat st;
+	int fd, nfd, last, bad, e;
+
+	c->parent = c->fd = c->locks = -1;
+	snprintf(given, sizeof given, "%s", path);
+	if (*given != '/' && !getcwd(cwd, sizeof cwd))
+		return fail(err, -1, "cannot make the bundle cache '%s': %s", given, strerror(errno));
+	if ((size_t)snprintf(c->path, sizeof c->path, "%s%s%s", *given == '/' ? "" : cwd,
+	    *given == '/' ? "" : "/", given) >= sizeof c->path)
+		return fail(err, -1, "cannot make the bundle cache '%s': %s", given, strerror(ENAMETOOLONG));
+	if ((fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return fail(err, -1, "cannot open '/': %s", strerror(errno));
+	for (;;) {
+		at += strspn(c->path + at, "/");
+		n = strcspn(c->path + at, "/");
+		if (n == 0 || n >= sizeof comp || (n == 1 && c->path[at] == '.') ||
+		    (n == 2 && !strncmp(c->path + at, "..", 2))) {
+			close(fd);
+			return fail(err, -1, "will not use the bundle cache '%s': %s", c->path, n ?
+			    "a name in it is '.', '..' or too long" : "it is the root directory");
+		}
+		memcpy(comp, c->path + at, n);
+		comp[n] = '\0';
+		at += n;
+		last = c->path[at + strspn(c->path + at, "/")] == '\0';
+		nfd = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_CLOEXEC | (last ? O_NOFOLLOW : 0));
+		if (nfd < 0 && errno == ENOENT && make) {
+			if (mkdirat(fd, comp, 0700) < 0 && errno != EEXIST) {
+				e = errno;
+				close(fd);
+				return fail(err, -1, "cannot make the bundle cache '%s': %s", c->path, strerror(e));
+			}
+			nfd = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_CLOEXEC | (last ? O_NOFOLLOW : 0));
+		}
+		if (nfd < 0) {
+			e = errno;
+			/* O_DIRECTORY with O_NOFOLLOW says ENOTDIR of a link */
+			if (last && (e == ELOOP || e == ENOTDIR))
+				snprintf(why, sizeof why, "%s", fstatat(fd, comp, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+				    S_ISLNK(st.st_mode) ? "it is a symbolic link" : "it is not a directory");
+			close(fd);
+			if (e == ENOENT && !make)
+				return 1;
+			if (last && (e == ELOOP || e == ENOTDIR))
+				return fail(err, -1, "will not use the bundle cache '%s': %s", c->path, why);
+			return fail(err, -1, "cannot open the bundle cache '%s': '%.*s': %s", c->path, (int)at,
+			    c->path, strerror(e));
+		}
+		if (fstat(nfd, &st) < 0) {
+			e = errno;
+			close(nfd);
+			close(fd);
+			return fail(err, -1, "cannot open the bundle cache '%s': %s", c->path, strerror(e));
+		}
+		if (last)
+			bad = owned(&st, why, sizeof why) < 0;
+		else if ((bad = st.st_uid != 0 && st.st_uid != geteuid()))
+			snprintf(why, sizeof why, "'%.*s' above it is owned by uid %u, neither root nor us",
+			    (int)at, c->path, (unsigned)st.st_uid);
+		else if ((bad = (st.st_mode & 022) && !(st.st_mode & S_ISVTX)))
+			snprintf(why, sizeof why, "'%.*s' above it may be written by others and is not sticky "
+			    "(mode %04o)", (int)at, c->path, (unsigned)(st.st_mode & 07777));
+		if (bad) {
+			close(nfd);
+			close(fd);
+			return fail(err, -1, "will not use the bundle cache '%s': %s", c->path, why);
+		}
+		if (last)
+			break;
+		close(fd);
+		fd = nfd;
+	}
+	c->parent = fd;
+	c->fd = nfd;
+	snprintf(c->name, sizeof c->name, "%s", comp);
+	if (mkdirat(c->fd, ".locks", 0700) < 0 && errno != EEXIST)
+		e = errno;
+	else if ((c->locks = openat(c->fd, ".locks", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		e = errno;
+	else if (fstat(c->locks, &st) < 0)
+		e = errno;
+	else if (owned(&st, why, sizeof why) < 0) {
+		cache_close(c);
+		return fail(err, -1, "will not use the bundle cache '%s': its .locks: %s", c->path, why);
+	} else
+		return 0;
+	cache_close(c);
+	return fail(err, -1, "cannot write to the bundle cache '%s': .locks: %s", c->path, strerror(e));
 }
 
+/*
+ * Takes the lock of the bundle hash (its file in .locks), exclusive: one
+ * fetcher, or evictor, of a bundle per host at a time.  Waits until
+ * deadline (monotonic us; 0: not at all).  A lock file is removed only
+ * by its holder: one that is no longer the file named when it is taken
+ * is left, and the named one taken.  The handle, or -1 (EWOULDBLOCK, or
+ * ETIMEDOUT, or EINTR for a signal, or another errno).
+ */
 static int
-chmod_dirs(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+hash_lock(const struct cache *c, const char *hash, int64_t deadline)
 {
-	(void)ftw;
-	if (flag == FTW_D && !(st->st_mode & S_IWUSR))
-		chmod(path, (st->st_mode & 0777) | 0700);
-	return 0;
+	struct stat a, b;
+	int fd;
+
+	for (;;) {
+		if ((fd = openat(c->locks, hash, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600)) < 0)
+			return -1;
+		while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+			close(fd);
+			if (!deadline)
+				return errno = EWOULDBLOCK, -1;
+			if (maro_signal)
+				return errno = EINTR, -1;
+			if (maro_now_us() >= deadline)
+				return errno = ETIMEDOUT, -1;
+			/* every 2 ms: at 20, the waiters of a 0.15 s fetch found it up to 13 % late */
+			usleep(2000);
+			if ((fd = openat(c->locks, hash, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600)) < 0)
+				return -1;
+		}
+		if (fstat(fd, &a) == 0 && fstatat(c->locks, hash, &b, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    a.st_ino == b.st_ino && a.st_dev == b.st_dev)
+			return fd;
+		close(fd);
+	}
 }
 
-/* rm -rf path: directories made writable first, links not followed. */
+/* Gives up the lock fd of hash, and removes its file (fd is its holder). */
 static void
-rm_tree(const char *path)
+hash_unlock_remove(const struct cache *c, const char *hash, int fd)
 {
-	nftw(path, chmod_dirs, 16, FTW_PHYS);
-	nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	unlinkat(c->locks, hash, 0);
+	close(fd);
 }
 
-static uint64_t du_total;
+/*
+ * Calls fn for each entry of the directory top/rel ("" for top itself;
+ * rel a buffer of PATH_BUF bytes, extended as it goes down), depth first:
+ * a directory before (after 0) and after (after 1) what it holds, named
+ * relative to a handle fn is given.  No link is followed.  A handle is
+ * held only every WALK_HOLD levels down, and entries are looked up from
+ * the nearest: 1000 nested directories take neither 1000 descriptors nor
+ * a look-up of all their parents for each.  0, the first non-zero fn
+ * returned, or -1.
+ */
+#define PATH_BUF 8192
+#define WALK_HOLD 32
+typedef int walk_fn(int top, const char *rel, const struct stat *st, int after, void *arg);
 
 static int
-du_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+walk(int top, char *rel, walk_fn *fn, void *arg)
 {
-	(void)path, (void)flag, (void)ftw;
-	du_total += (uint64_t)st->st_size;
+	size_t base = strlen(rel), cap = 0, used = 0, i, k;
+	char *names = NULL, *more, *held = NULL;
+	struct dirent *e;
+	struct stat st;
+	DIR *d;
+	int fd, rc = 0, t = top;
+
+	fd = openat(top, *rel ? rel : ".", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || !(d = fdopendir(fd))) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	while ((e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		k = strlen(e->d_name) + 1;
+		if (used + k > cap) {
+			if (!(more = realloc(names, cap = 2 * (cap + k)))) {
+				rc = -1;
+				break;
+			}
+			names = more;
+		}
+		memcpy(names + used, e->d_name, k);
+		used += k;
+	}
+	/* deep enough below top: this directory becomes the top of what it holds */
+	if (!rc && base) {
+		size_t levels = 1;
+		int h;
+
+		for (i = 0; i < base; i++)
+			levels += rel[i] == '/';
+		if (levels >= WALK_HOLD) {
+			if ((h = dup(dirfd(d))) < 0 || !(held = calloc(1, PATH_BUF))) {
+				if (h >= 0)
+					close(h);
+				rc = -1;
+			} else {
+				t = h;
+				rel = held;
+				base = 0;
+			}
+		}
+	}
+	closedir(d);
+	for (i = 0; i < used && !rc; i += k + 1) {
+		k = strlen(names + i);
+		if (base + 1 + k >= PATH_BUF) {
+			rc = -1;
+			break;
+		}
+		snprintf(rel + base, PATH_BUF - base, "%s%s", base ? "/" : "", names + i);
+		if (fstatat(t, rel, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			rc = -1;
+		else if (!(rc = fn(t, rel, &st, 0, arg)) && S_ISDIR(st.st_mode) &&
+		    !(rc = walk(t, rel, fn, arg)))
+			rc = fn(t, rel, &st, 1, arg);
+	}
+	rel[base] = '\0';
+	if (held) {
+		free(held);
+		close(t);
+	}
+	free(names);
+	return rc;
+}
+
+/* rm -rf, for walk: each directory made writable before what it holds goes. */
+static int
+rm_one(int top, const char *rel, const struct stat *st, int after, void *arg)
+{
+	(void)arg;
+	if (!S_ISDIR(st->st_mode))
+		return unlinkat(top, rel, 0) < 0 && errno != ENOENT ? -1 : 0;
+	if (!after)
+		return fchmodat(top, rel, 0700, 0) < 0 && errno != ENOENT ? -1 : 0;
+	return unlinkat(top, rel, AT_REMOVEDIR) < 0 && errno != ENOENT ? -1 : 0;
+}
+
+/* rm -rf parent/name, links not followed, write bits restored as needed.  0, or -1. */
+static int
+rm_at(int parent, const char *name)
+{
+	char rel[PATH_BUF] = "";
+	int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), rc;
+
+	if (fd < 0)
+		return errno == ENOENT ? 0 : errno == ENOTDIR || errno == ELOOP ? unlinkat(parent, name, 0) : -1;
+	rc = fchmod(fd, 0700) < 0 || walk(fd, rel, rm_one, NULL) != 0;
+	close(fd);
+	return (unlinkat(parent, name, AT_REMOVEDIR) < 0 && errno != ENOENT) || rc ? -1 : 0;
+}
+
+/*
+ * What a directory costs the cache, for walk: each entry at least 512
+ * bytes, as unpacking counts it toward MARO_BUNDLE_MAX (100,000 empty
+ * files are 100,000 inodes, not 0 bytes).
+ */
+static int
+du_one(int top, const char *rel, const struct stat *st, int after, void *arg)
+{
+	(void)top, (void)rel;
+	if (!after)
+		*(uint64_t *)arg += 512 + (S_ISDIR(st->st_mode) ? 0 : (uint64_t)st->st_size);
 	return 0;
+}
+
+static uint64_t
+du_at(int parent, const char *name)
+{
+	char rel[PATH_BUF] = "";
+	uint64_t n = 512;
+	int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd >= 0) {
+		walk(fd, rel, du_one, &n);
+		close(fd);
+	}
+	return n;
+}
+
+/* A name for what is set aside for removal: gone.XXXXXXXX, free in the cache.  0, or -1. */
+static int
+gone_name(const struct cache *c, char name[32])
+{
+	struct stat st;
+	uint32_t r;
+	int i;
+
+	for (i = 0; i < 100; i++) {
+		if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r)
+			return -1;
+		snprintf(name, 32, "gone.%08" PRIx32, r);
+		if (fstatat(c->fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
+			return 0;
+	}
+	return errno = EEXIST, -1;
+}
+
+/*
+ * Takes the directory name of the cache out of use when no one uses it
+ * (locked shared by a worker, or exclusive by its maker): locked, renamed
+ * away, removed; a bundle's manifest and lock file with it, under its
+ * lock, so that no fetcher of it is in the midst.  1 when it went, 0 when
+ * it is in use, -1 when it could not be removed.
+ */
+static int
+drop(const struct cache *c, const char *name, uint64_t *bytes)
+{
+	char gone[32], mname[80];
+	int fd, lk = -1, bundle = strlen(name) == MARO_BUNDLE_HASH_LEN, rc = 0;
+
+	if (bundle && (lk = hash_lock(c, name, 0)) < 0)
+		return errno == EWOULDBLOCK ? 0 : -1;
+	if ((fd = openat(c->fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+		/* not a directory (a stray file), or gone */
+		rc = errno == ENOENT ? 1 : unlinkat(c->fd, name, 0) == 0 ? 1 : -1;
+	} else if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		rc = 0;		/* in use, or being made */
+	} else {
+		if (bytes)
+			*bytes += du_at(c->fd, name);
+		if (gone_name(c, gone) < 0 || renameat(c->fd, name, c->fd, gone) < 0)
+			rc = -1;
+		else
+			rc = rm_at(c->fd, gone) == 0 ? 1 : -1;
+	}
+	if (fd >= 0)
+		close(fd);
+	if (bundle) {
+		if (rc == 1) {
+			snprintf(mname, sizeof mname, "%s.manifest", name);
+			unlinkat(c->fd, mname, 0);
+			hash_unlock_remove(c, name, lk);
+		} else {
+			close(lk);
+		}
+	}
+	return rc;
 }
 
 struct cached {
@@ -461,94 +777,251 @@ by_use(const void *a, const void *b)
 	return x->used.tv_nsec < y->used.tv_nsec ? -1 : x->used.tv_nsec > y->used.tv_nsec;
 }
 
-/* Takes a directory of the cache out of use: locked, renamed away, removed.  0 when it went. */
 static int
-drop(const char *cache, const char *name)
+is_hash(const char *s)
 {
-	char path[4096], gone[4096];
-	int fd;
-
-	snprintf(path, sizeof path, "%s/%s", cache, name);
-	if ((fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
-		return -1;
-	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-		close(fd);
-		return -1;	/* in use, or being made */
-	}
-	snprintf(gone, sizeof gone, "%s/gone.%d.%s", cache, (int)getpid(), name);
-	if (rename(path, gone) == 0)
-		rm_tree(gone);
-	if (strlen(name) == MARO_BUNDLE_HASH_LEN) {
-		snprintf(path, sizeof path, "%s/.locks/%s", cache, name);
-		unlink(path);
-	}
-	close(fd);
-	return 0;
+	return strlen(s) == MARO_BUNDLE_HASH_LEN && strspn(s, "0123456789abcdef") == MARO_BUNDLE_HASH_LEN;
 }
 
 /*
- * Least recently used bundles out, but keep, until the cache is within
- * max; temporary directories whose maker is gone (unlocked, a minute old)
- * too.
+ * Least recently used bundles out, but keep and those in use, until the
+ * cache is within max; directories set aside or left by a maker that is
+ * gone (unlocked, a minute old) too.
  */
 static void
-evict(const char *cache, uint64_t max, const char *keep)
+evict(const struct cache *c, uint64_t max, const char *keep)
 {
-	DIR *d = opendir(cache);
+	int fd = openat(c->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
 	struct dirent *e;
 	struct cached *v = NULL, *nv;
 	size_t n = 0, i;
 	uint64_t total = 0;
-	char path[4096 + 260];
 	struct stat st;
 
-	if (!d)
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
 		return;
+	}
 	while ((e = readdir(d))) {
-		snprintf(path, sizeof path, "%s/%s", cache, e->d_name);
 		if ((!strncmp(e->d_name, "tmp.", 4) || !strncmp(e->d_name, "gone.", 5)) &&
-		    lstat(path, &st) == 0 && st.st_mtime + 60 < time(NULL)) {
-			drop(cache, e->d_name);
+		    fstatat(c->fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_mtime + 60 < time(NULL)) {
+			drop(c, e->d_name, NULL);
 			continue;
 		}
-		if (strlen(e->d_name) != MARO_BUNDLE_HASH_LEN || lstat(path, &st) < 0 || !S_ISDIR(st.st_mode))
+		if (!is_hash(e->d_name) || fstatat(c->fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISDIR(st.st_mode))
 			continue;
 		if (!(nv = realloc(v, (n + 1) * sizeof *v)))
 			break;
 		v = nv;
 		snprintf(v[n].name, sizeof v[n].name, "%s", e->d_name);
 		v[n].used = st.st_mtim;
-		du_total = 0;
-		nftw(path, du_one, 16, FTW_PHYS);
-		total += v[n++].size = du_total;
+		total += v[n++].size = du_at(c->fd, e->d_name);
 	}
 	closedir(d);
-	qsort(v, n, sizeof *v, by_use);
+	if (n)
+		qsort(v, n, sizeof *v, by_use);
 	for (i = 0; i < n && total > max; i++)
-		if (strcmp(v[i].name, keep) && drop(cache, v[i].name) == 0)
+		if (strcmp(v[i].name, keep) && drop(c, v[i].name, NULL) == 1)
 			total -= v[i].size;
 	free(v);
 }
 
-/* The bundle hash in the cache, in use from now on (locked shared, its time of use now).  0, or -1. */
-static int
-use_cached(const char *cache, const char *hash, struct maro_bundle_got *got)
+/* Nanoseconds since the epoch. */
+static int64_t
+ns(const struct timespec *t)
 {
-	struct stat a, b;
-	int fd;
+	return (int64_t)t->tv_sec * 1000000000 + t->tv_nsec;
+}
 
-	snprintf(got->dir, sizeof got->dir, "%s/%s", cache, hash);
-	if ((fd = open(got->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+static int
+count_one(int top, const char *rel, const struct stat *st, int after, void *arg)
+{
+	(void)top, (void)rel, (void)st;
+	if (!after)
+		++*(uint64_t *)arg;
+	return 0;
+}
+
+/* The SHA-256 of the link rel's target, or of the file rel's bytes, in hex.  0, or -1. */
+static int
+hash_entry(int root, const char *rel, int link, char hex[MARO_BUNDLE_HASH_LEN + 1])
+{
+	uint8_t buf[65536];
+	SHA256_CTX h;
+	ssize_t k;
+	int fd, rc;
+
+	if (link) {
+		if ((k = readlinkat(root, rel, (char *)buf, sizeof buf)) < 0)
+			return -1;
+		SHA256_Init(&h);
+		SHA256_Update(&h, buf, (size_t)k);
+		sha_hex(&h, hex);
+		return 0;
+	}
+	if ((fd = openat(root, rel, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		return -1;
+	rc = hash_fd(fd, hex, buf, sizeof buf);
+	close(fd);
+	return rc;
+}
+
+/*
+ * Is the copy root (a handle) of bundle hash still what its manifest man
+ * says was unpacked?  Each entry is stat'ed; one whose inode, size, mode
+ * or times moved is hashed and compared; then the tree must hold no
+ * entry more.  0, or -1 with why.
+ */
+static int
+verify(int root, FILE *man, const char *hash, char *why, size_t len)
+{
+	char *line = NULL, head[MARO_BUNDLE_HASH_LEN + 1], hex[MARO_BUNDLE_HASH_LEN + 1], rel[PATH_BUF] = "";
+	struct maro_manifest_entry e = { 0 };
+	uint64_t n = 0, have = 0;
+	size_t cap = 0;
+	ssize_t k;
+	struct stat st;
+	int rc = -1;
+
+	if (fstat(root, &st) < 0 || (st.st_mode & 07777) != 0555) {
+		snprintf(why, len, "its directory was made writable");
+		goto out;
+	}
+	if ((k = getline(&line, &cap, man)) <= 0 || line[k - 1] != '\n' || (line[k - 1] = '\0',
+	    maro_manifest_head(line, head) < 0) || strcmp(head, hash)) {
+		snprintf(why, len, "its manifest is not its own");
+		goto out;
+	}
+	while ((k = getline(&line, &cap, man)) > 0) {
+		if (line[k - 1] != '\n' || (line[k - 1] = '\0', maro_manifest_parse(line, &e) < 0) ||
+		    (e.type != 'e' && !path_ok(e.path))) {
+			snprintf(why, len, "its manifest is malformed (entry %" PRIu64 ")", n + 1);
+			goto out;
+		}
+		if (e.type == 'e')
+			break;
+		n++;
+		if (fstatat(root, e.path, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			snprintf(why, len, "'%.100s' is gone", e.path);
+			goto out;
+		}
+		if ((e.type == 'd') != !!S_ISDIR(st.st_mode) || (e.type == 'f') != !!S_ISREG(st.st_mode) ||
+		    (e.type == 'l') != !!S_ISLNK(st.st_mode) ||
+		    (e.type != 'l' && (unsigned)(st.st_mode & 07777) != e.mode) ||
+		    (e.type != 'd' && (uint64_t)st.st_size != e.size)) {
+			snprintf(why, len, "'%.100s' changed", e.path);
+			goto out;
+		}
+		/* a write or a chmod moves the change time, which no user can set back */
+		if (e.type != 'd' && ((uint64_t)st.st_ino != e.ino || ns(&st.st_mtim) != e.mtime ||
+		    ns(&st.st_ctim) != e.ctime) &&
+		    (hash_entry(root, e.path, e.type == 'l', hex) < 0 || strcmp(hex, e.sha))) {
+			snprintf(why, len, "'%.100s' changed", e.path);
+			goto out;
+		}
+	}
+	if (e.type != 'e' || e.size != n || getc(man) != EOF) {
+		snprintf(why, len, "its manifest is cut short or malformed");
+		goto out;
+	}
+	if (walk(root, rel, count_one, &have) != 0 || have != n) {
+		snprintf(why, len, "it holds entries its manifest does not name");
+		goto out;
+	}
+	rc = 0;
+out:
+	free(line);
+	return rc;
+}
+
+/*
+ * The bundle hash in the cache, in use from now on: locked shared (an
+ * evictor passes it by), checked against its manifest, its time of use
+ * now.  0; -1 when it is not there; 1 when it fails the check (why says
+ * how), still locked, its handle in got->lock_fd.
+ */
+static int
+use_cached(const struct cache *c, const char *hash, struct maro_bundle_got *got, char *why, size_t len)
+{
+	char mname[80];
+	struct stat a, b;
+	FILE *man;
+	int fd, mfd, rc;
+
+	if ((fd = openat(c->fd, hash, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
 		return -1;
 	/* an evictor renames it away under its exclusive lock: this one must still be the one named */
-	if (flock(fd, LOCK_SH) < 0 || fstat(fd, &a) < 0 || stat(got->dir, &b) < 0 ||
+	if (flock(fd, LOCK_SH) < 0 || fstat(fd, &a) < 0 || fstatat(c->fd, hash, &b, AT_SYMLINK_NOFOLLOW) < 0 ||
 	    a.st_ino != b.st_ino || a.st_dev != b.st_dev) {
 		close(fd);
 		return -1;
 	}
-	futimens(fd, NULL);
+	snprintf(mname, sizeof mname, "%s.manifest", hash);
+	if ((mfd = openat(c->fd, mname, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0 || !(man = fdopen(mfd, "r"))) {
+		if (mfd >= 0)
+			close(mfd);
+		snprintf(why, len, "it has no manifest");
+		rc = 1;
+	} else {
+		rc = verify(fd, man, hash, why, len) < 0;
+		fclose(man);
+	}
 	got->lock_fd = fd;
-	return 0;
+	snprintf(got->path, sizeof got->path, "%s/%s", c->path, hash);
+	/* the handler enters it by its handle, not by a path looked up again */
+	snprintf(got->dir, sizeof got->dir, "/proc/self/fd/%d", fd);
+	if (rc == 0)
+		futimens(fd, NULL);
+	return rc;
+}
+
+/*
+ * Sets aside the bundle hash that failed its check (got->lock_fd, locked
+ * shared), with its lock held: renamed away and its manifest removed, so
+ * that a fresh copy takes the name; workers still in the old one keep
+ * it until they end, and a later eviction removes it.  0, or -1.
+ */
+static int
+set_aside(const struct cache *c, const char *hash, struct maro_bundle_got *got)
+{
+	char gone[32], mname[80];
+	int rc;
+
+	snprintf(mname, sizeof mname, "%s.manifest", hash);
+	rc = gone_name(c, gone) < 0 || renameat(c->fd, hash, c->fd, gone) < 0 ? -1 : 0;
+	if (rc == 0)
+		unlinkat(c->fd, mname, 0);
+	close(got->lock_fd);
+	got->lock_fd = -1;
+	return rc;
+}
+
+/* A directory tmp.XXXXXXXX in the cache, locked: its handle, its name in name; or -1. */
+static int
+make_tmp(const struct cache *c, char name[32])
+{
+	uint32_t r;
+	int i, fd;
+
+	for (i = 0; i < 100; i++) {
+		if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r)
+			return -1;
+		snprintf(name, 32, "tmp.%08" PRIx32, r);
+		if (mkdirat(c->fd, name, 0700) == 0)
+			break;
+		if (errno != EEXIST)
+			return -1;
+	}
+	if ((fd = openat(c->fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		return -1;
+	if (flock(fd, LOCK_EX) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
 }
 
 /* --- unpacking --- */
@@ -596,33 +1069,92 @@ write_fault(int e)
 	return e == ENOSPC || e == EDQUOT || e == EROFS || e == EIO ? MARO_BUNDLE_IO : MARO_BUNDLE_HOSTILE;
 }
 
-/* A directory below the top made read-only, as its files are (nftw). */
+/* A directory made read-only, as its files are (walk, after what it holds). */
 static int
-seal_dir(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+seal_one(int top, const char *rel, const struct stat *st, int after, void *arg)
 {
-	if (flag == FTW_D && ftw->level > 0)
-		chmod(path, (st->st_mode & 0555) | 0500);
+	(void)arg;
+	if (after && S_ISDIR(st->st_mode))
+		fchmodat(top, rel, (st->st_mode & 0555) | 0500, 0);
 	return 0;
 }
 
-/* Unpacks the stream f into dir (new), writing files from buf (cap bytes); as maro_bundle_unpack. */
+/* One entry of the manifest: 0, or -1 when it cannot be written. */
 static int
-unpack(FILE *f, const char *dir, const struct maro_bundle_limits *lim, char *buf, size_t cap,
-    int *stop, struct maro_err *err)
+note(FILE *man, char type, const struct stat *st, unsigned mode, const char *sha, const char *rel)
 {
-	char line[LINE_MAX_], path[8192], target[4096], last[4096] = "", *rel, *end;
-	uint64_t total = 0, size, left;
-	unsigned long mode = 0;
-	int out, rc = MARO_BUNDLE_HOSTILE;
+	static const char zeros[] = "0000000000000000000000000000000000000000000000000000000000000000";
+	struct maro_manifest_entry e = { type, mode, 0, 0, 0, 0, "", rel };
+	char line[LINE_MAX_ + 200];
+	int k;
+
+	if (!man)
+		return 0;
+	if (st) {
+		e.size = (uint64_t)st->st_size;
+		e.ino = (uint64_t)st->st_ino;
+		e.mtime = ns(&st->st_mtim);
+		e.ctime = ns(&st->st_ctim);
+	}
+	snprintf(e.sha, sizeof e.sha, "%s", sha ? sha : zeros);
+	return (k = maro_manifest_format(&e, line, sizeof line)) < 0 || fwrite(line, 1, (size_t)k, man) != (size_t)k ?
+	    -1 : 0;
+}
+
+/*
+ * The handle of the directory rel goes in, and rel's last name in *base:
+ * root, the last directory made (lastfd; depth first, it is most often
+ * that one), or one looked up from root into *own, which the caller
+ * closes.  -1 when it cannot be opened.
+ */
+static int
+parent_of(int root, int lastfd, const char *last, const char *rel, const char **base, int *own)
+{
+	const char *slash = strrchr(rel, '/');
+	char up[4096];
 	size_t k;
 
-	if (mkdir(dir, 0700) < 0)
-		return fail(err, MARO_BUNDLE_IO, "cannot make '%s': %s", dir, strerror(errno));
+	*base = slash ? slash + 1 : rel;
+	if (!slash)
+		return root;
+	k = (size_t)(slash - rel);
+	if (lastfd >= 0 && strlen(last) == k && !strncmp(last, rel, k))
+		return lastfd;
+	snprintf(up, sizeof up, "%.*s", (int)k, rel);
+	return *own = openat(root, up, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+/*
+ * Unpacks the stream f into parent/name (new), writing files from buf
+ * (cap bytes), every entry made relative to the new directory's handle;
+ * as maro_bundle_unpack.  With man, writes its manifest there (after the
+ * line naming the bundle, which the caller wrote).
+ */
+static int
+unpack(FILE *f, int parent, const char *name, const struct maro_bundle_limits *lim, char *buf, size_t cap,
+    int *stop, FILE *man, struct maro_err *err)
+{
+	char line[LINE_MAX_], target[4096], last[4096] = "", hex[MARO_BUNDLE_HASH_LEN + 1], *rel, *end;
+	char walked[PATH_BUF] = "";
+	uint64_t total = 0, size, left, entries = 0;
+	unsigned long mode = 0;
+	int out, root, rc = MARO_BUNDLE_HOSTILE, lastfd = -1, own = -1, pfd, nfd;
+	const char *base;
+	struct stat st;
+	SHA256_CTX h;
+	size_t k;
+
+	if (mkdirat(parent, name, 0700) < 0 ||
+	    (root = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		return fail(err, MARO_BUNDLE_IO, "cannot make '%s': %s", name, strerror(errno));
 	if (!fgets(line, sizeof line, f) || strcmp(line, "maro-bundle 1\n")) {
 		fail(err, rc, "not a bundle (no 'maro-bundle 1' line first)");
 		goto out;
 	}
 	for (;;) {
+		if (own >= 0)
+			close(own);
+		own = -1;
 		if (stop && __atomic_load_n(stop, __ATOMIC_RELAXED)) {
 			fail(err, MARO_BUNDLE_IO, "stopped");
 			goto out;
@@ -635,8 +1167,10 @@ unpack(FILE *f, const char *dir, const struct maro_bundle_limits *lim, char *buf
 		if (!strcmp(line, "e")) {
 			if (fgetc(f) != EOF)
 				fail(err, rc, "bytes after the end record");
-			else if (nftw(dir, seal_dir, 16, FTW_PHYS) != 0)
-				rc = fail(err, MARO_BUNDLE_IO, "cannot make '%s' read-only: %s", dir, strerror(errno));
+			else if (walk(root, walked, seal_one, NULL) != 0)
+				rc = fail(err, MARO_BUNDLE_IO, "cannot make '%s' read-only: %s", name, strerror(errno));
+			else if (man && (fprintf(man, "e %" PRIu64 "\n", entries) < 0 || fflush(man) != 0))
+				rc = fail(err, MARO_BUNDLE_IO, "cannot write the manifest: %s", strerror(errno));
 			else
 				rc = 0;
 			goto out;
@@ -669,14 +1203,31 @@ unpack(FILE *f, const char *dir, const struct maro_bundle_limits *lim, char *buf
 			fail(err, rc, "a path out of the bundle: '%.100s'", rel);
 			goto out;
 		}
-		snprintf(path, sizeof path, "%s/%s", dir, rel);
+		entries++;
+		if ((pfd = parent_of(root, lastfd, last, rel, &base, &own)) < 0) {
+			rc = fail(err, MARO_BUNDLE_IO, "cannot open the directory of '%.100s': %s", rel, strerror(errno));
+			goto out;
+		}
 		if (line[0] == 'd') {
-			if (mkdir(path, (mode & 0777) | 0700) < 0) {
+			/* its mode as given, not as the umask would cut it: the manifest says what seal_one makes of it */
+			if (mkdirat(pfd, base, 0700) < 0 ||
+			    (nfd = openat(pfd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
 				rc = fail(err, write_fault(errno), "'%.100s' twice, or cannot be made: %s", rel,
 				    strerror(errno));
 				goto out;
 			}
+			if (lastfd >= 0)
+				close(lastfd);
+			lastfd = nfd;
+			if (fchmod(nfd, (mode_t)((mode & 0777) | 0700)) < 0) {
+				rc = fail(err, MARO_BUNDLE_IO, "'%.100s' cannot be made: %s", rel, strerror(errno));
+				goto out;
+			}
 			snprintf(last, sizeof last, "%s", rel);
+			if (note(man, 'd', NULL, (unsigned)((mode & 0555) | 0500), NULL, rel) < 0) {
+				rc = fail(err, MARO_BUNDLE_IO, "cannot write the manifest: %s", strerror(errno));
+				goto out;
+			}
 			continue;
 		}
 		if (line[0] == 'l') {
@@ -689,10 +1240,20 @@ unpack(FILE *f, const char *dir, const struct maro_bundle_limits *lim, char *buf
 				fail(err, rc, "the link '%.100s' leads out of the bundle", rel);
 				goto out;
 			}
-			if (symlink(target, path) < 0) {
+			if (symlinkat(target, pfd, base) < 0) {
 				rc = fail(err, write_fault(errno), "the link '%.100s' is there twice, or cannot be "
 				    "made: %s", rel, strerror(errno));
 				goto out;
+			}
+			if (man) {
+				SHA256_Init(&h);
+				SHA256_Update(&h, target, size);
+				sha_hex(&h, hex);
+				if (fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+				    note(man, 'l', &st, (unsigned)(st.st_mode & 07777), hex, rel) < 0) {
+					rc = fail(err, MARO_BUNDLE_IO, "cannot write the manifest: %s", strerror(errno));
+					goto out;
+				}
 			}
 			continue;
 		}
@@ -702,11 +1263,12 @@ unpack(FILE *f, const char *dir, const struct maro_bundle_limits *lim, char *buf
 			    lim->file_max, lim->bundle_max);
 			goto out;
 		}
-		if ((out = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)) < 0) {
+		if ((out = openat(pfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)) < 0) {
 			rc = fail(err, write_fault(errno), "'%.100s' twice, or cannot be made: %s", rel,
 			    strerror(errno));
 			goto out;
 		}
+		SHA256_Init(&h);
 		for (left = size; left; left -= k) {
 			if (!(k = fread(buf, 1, left < cap ? (size_t)left : cap, f))) {
 				close(out);
@@ -720,15 +1282,29 @@ unpack(FILE *f, const char *dir, const struct maro_bundle_limits *lim, char *buf
 				    strerror(errno ? errno : ENOSPC));
 				goto out;
 			}
+			if (man)
+				SHA256_Update(&h, buf, k);
 		}
-		if (fchmod(out, (mode_t)(mode & 0555)) < 0) {
+		if (fchmod(out, (mode_t)(mode & 0555)) < 0 || fstat(out, &st) < 0) {
 			close(out);
 			rc = fail(err, MARO_BUNDLE_IO, "'%.100s' cannot be written: %s", rel, strerror(errno));
 			goto out;
 		}
 		close(out);
+		if (man) {
+			sha_hex(&h, hex);
+			if (note(man, 'f', &st, (unsigned)(st.st_mode & 07777), hex, rel) < 0) {
+				rc = fail(err, MARO_BUNDLE_IO, "cannot write the manifest: %s", strerror(errno));
+				goto out;
+			}
+		}
 	}
 out:
+	if (own >= 0)
+		close(own);
+	if (lastfd >= 0)
+		close(lastfd);
+	close(root);
 	return rc;
 }
 
@@ -736,9 +1312,10 @@ int
 maro_bundle_unpack(int fd, const char *dir, const struct maro_bundle_limits *lim,
     struct maro_err *err)
 {
-	int in = dup(fd), rc;
+	int in = dup(fd), rc, parent;
 	FILE *f = in >= 0 ? fdopen(in, "r") : NULL;
-	char *buf = malloc(MARO_BUNDLE_CHUNK);
+	char *buf = malloc(MARO_BUNDLE_CHUNK), up[4096];
+	const char *slash = strrchr(dir, '/');
 
 	if (!f || !buf) {
 		if (f)
@@ -748,7 +1325,13 @@ maro_bundle_unpack(int fd, const char *dir, const struct maro_bundle_limits *lim
 		free(buf);
 		return fail(err, MARO_BUNDLE_NOMEM, "out of memory");
 	}
-	rc = unpack(f, dir, lim, buf, MARO_BUNDLE_CHUNK, NULL, err);
+	snprintf(up, sizeof up, "%.*s", slash ? (int)(slash - dir) + (slash == dir) : 1, slash ? dir : ".");
+	if ((parent = open(up, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		rc = fail(err, MARO_BUNDLE_IO, "cannot make '%s': %s", dir, strerror(errno));
+	else
+		rc = unpack(f, parent, slash ? slash + 1 : dir, lim, buf, MARO_BUNDLE_CHUNK, NULL, NULL, err);
+	if (parent >= 0)
+		close(parent);
 	fclose(f);
 	free(buf);
 	return rc;
@@ -858,7 +1441,7 @@ slot_of(struct fetch *f, const struct maro_msg *m)
 
 /* Asks the server for the name and size of its bundle. */
 static int
-manifest(struct fetch *f, int64_t deadline, char hash[MARO_BUNDLE_HASH_LEN + 1], uint64_t *size,
+ask_name(struct fetch *f, int64_t deadline, char hash[MARO_BUNDLE_HASH_LEN + 1], uint64_t *size,
     struct maro_err *err)
 {
 	struct maro_delivery d;
@@ -916,7 +1499,8 @@ struct unpacker {
 	int stopped;		/* the unpacker reads no more */
 	int abort;		/* the fetch gave up: the unpacker stops at its next record (atomic) */
 	SHA256_CTX sha;
-	const char *dir;
+	int parent;		/* unpacks into parent/root */
+	FILE *man;		/* and writes its manifest there */
 	const struct maro_bundle_limits *lim;
 	struct maro_err err;
 	int rc;
@@ -1070,7 +1654,7 @@ unpacker_main(void *arg)
 	if (!f || !buf)
 		u->rc = fail(&u->err, MARO_BUNDLE_NOMEM, "out of memory");
 	else
-		u->rc = unpack(f, u->dir, u->lim, buf, MARO_BUNDLE_CHUNK, &u->abort, &u->err);
+		u->rc = unpack(f, u->parent, "root", u->lim, buf, MARO_BUNDLE_CHUNK, &u->abort, u->man, &u->err);
 	/* a fetch still handing on learns that it may stop */
 	unpacker_end(u, &u->stopped);
 	if (f)
@@ -1165,12 +1749,14 @@ maro_bundle_fetch(struct maro_ctx *c, const char *owner, const char *server,
     void *arg, struct maro_bundle_got *got, struct maro_err *err)
 {
 	struct fetch f;
-	char cache[4000], tmp[4096], path[4200], final[4096], hex[MARO_BUNDLE_HASH_LEN + 1], why[120];
+	struct cache cache;
+	char tmp[32], hex[MARO_BUNDLE_HASH_LEN + 1], mname[80], why[200];
 	struct unpacker u;
-	int rc, lock = -1, one = -1, made = 0, i;
+	int rc, tfd = -1, one = -1, root = -1, mfd = -1, i;
 
 	memset(&f, 0, sizeof f);
 	memset(&u, 0, sizeof u);
+	u.parent = -1;
 	pthread_mutex_init(&u.mu, NULL);
 	pthread_cond_init(&u.cv, NULL);
 	memset(got, 0, sizeof *got);
@@ -1180,21 +1766,21 @@ maro_bundle_fetch(struct maro_ctx *c, const char *owner, const char *server,
 	f.server = server;
 	f.progress = progress;
 	f.arg = arg;
+	/* the cache is opened, and checked, once, before the wait for the server: used by its handle after */
+	if (maro_bundle_cache_dir(cache.path, sizeof cache.path) < 0) {
+		cache.parent = cache.fd = cache.locks = -1;
+		rc = fail(err, MARO_BUNDLE_IO, "no bundle cache: set MARO_BUNDLE_CACHE, XDG_CACHE_HOME or HOME");
+		goto out;
+	}
+	if (cache_open(&cache, cache.path, 1, err) != 0) {
+		rc = MARO_BUNDLE_IO;
+		goto out;
+	}
 	if (!(f.ob = maro_outbox_new(c, undeliverable, NULL, &f))) {
 		rc = fail(err, MARO_BUNDLE_NOMEM, "out of memory");
 		goto out;
 	}
-	if (maro_bundle_cache_dir(cache, sizeof cache) < 0 || mkdirs(cache) < 0) {
-		rc = fail(err, MARO_BUNDLE_IO, "cannot make the bundle cache '%s': %s", cache, strerror(errno));
-		goto out;
-	}
-	snprintf(path, sizeof path, "%s/.locks", cache);
-	if (cache_owned(cache, why, sizeof why) < 0 ||
-	    ((mkdir(path, 0700) == 0 || errno == EEXIST) && cache_owned(path, why, sizeof why) < 0)) {
-		rc = fail(err, MARO_BUNDLE_IO, "will not use the bundle cache '%s': %s", cache, why);
-		goto out;
-	}
-	if ((rc = manifest(&f, deadline, got->hash, &got->size, err)) != 0)
+	if ((rc = ask_name(&f, deadline, got->hash, &got->size, err)) != 0)
 		goto out;
 	/* headers and links are small beside the files they carry */
 	if (got->size > lim->bundle_max + lim->bundle_max / 8 + (1u << 20)) {
@@ -1202,40 +1788,47 @@ maro_bundle_fetch(struct maro_ctx *c, const char *owner, const char *server,
 		    PRIu64 " (MARO_BUNDLE_MAX)", server, got->size, lim->bundle_max);
 		goto out;
 	}
-	if (use_cached(cache, got->hash, got) == 0)
+	if ((rc = use_cached(&cache, got->hash, got, why, sizeof why)) == 0)
 		goto out;	/* rc 0: nothing moved */
+	if (rc == 1) {
+		snprintf(got->altered, sizeof got->altered, "%s", why);
+		close(got->lock_fd);
+		got->lock_fd = -1;
+	}
 	/* one fetcher of a bundle per host at a time: the others then find it in the cache */
-	snprintf(path, sizeof path, "%s/.locks/%s", cache, got->hash);
-	if ((one = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600)) < 0) {
-		rc = fail(err, MARO_BUNDLE_IO, "cannot write to the bundle cache '%s': %s", cache,
+	if ((one = hash_lock(&cache, got->hash, deadline)) < 0) {
+		rc = errno == EINTR ? fail(err, MARO_BUNDLE_SIGNAL, "stopped by a signal") :
+		    errno == ETIMEDOUT ? fail(err, MARO_BUNDLE_TIMEOUT, "another fetch of the bundle did not end in "
+		    "time") : fail(err, MARO_BUNDLE_IO, "cannot write to the bundle cache '%s': %s", cache.path,
 		    strerror(errno));
 		goto out;
 	}
-	while (flock(one, LOCK_EX | LOCK_NB) < 0) {
-		if (maro_signal || maro_now_us() >= deadline) {
-			rc = maro_signal ? fail(err, MARO_BUNDLE_SIGNAL, "stopped by a signal") :
-			    fail(err, MARO_BUNDLE_TIMEOUT, "another fetch of the bundle did not end in time");
+	if ((rc = use_cached(&cache, got->hash, got, why, sizeof why)) == 0) {
+		got->altered[0] = '\0';		/* another fetcher put it right */
+		goto out;
+	}
+	if (rc == 1) {
+		snprintf(got->altered, sizeof got->altered, "%s", why);
+		if (set_aside(&cache, got->hash, got) < 0) {
+			rc = fail(err, MARO_BUNDLE_IO, "cannot set aside the bundle '%s', which failed its check (%s): "
+			    "%s", got->path, why, strerror(errno));
 			goto out;
 		}
-		/* every 2 ms: at 20, the waiters of a 0.15 s fetch found it up to 13 % late */
-		usleep(2000);
 	}
-	if (use_cached(cache, got->hash, got) == 0)
-		goto out;
-	snprintf(tmp, sizeof tmp, "%s/tmp.XXXXXX", cache);
-	if (!mkdtemp(tmp) || (made = 1, lock = open(tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
-	    flock(lock, LOCK_EX) < 0) {
-		rc = fail(err, MARO_BUNDLE_IO, "cannot write to the bundle cache '%s': %s", cache,
+	if ((tfd = make_tmp(&cache, tmp)) < 0 ||
+	    (mfd = openat(tfd, "manifest", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0400)) < 0 ||
+	    !(u.man = fdopen(mfd, "w")) || fprintf(u.man, "maro-manifest 1 %s\n", got->hash) < 0) {
+		rc = fail(err, MARO_BUNDLE_IO, "cannot write to the bundle cache '%s': %s", cache.path,
 		    strerror(errno));
 		goto out;
 	}
+	mfd = -1;
 	for (i = 0; i < QUEUE; i++)
 		if (!(u.q[i].p = malloc(MARO_BUNDLE_CHUNK))) {
 			rc = fail(err, MARO_BUNDLE_NOMEM, "out of memory");
 			goto out;
 		}
-	snprintf(path, sizeof path, "%s/root", tmp);
-	u.dir = path;
+	u.parent = tfd;
 	u.lim = lim;
 	chunks_from_heap();
 	SHA256_Init(&u.sha);
@@ -1274,17 +1867,19 @@ maro_bundle_fetch(struct maro_ctx *c, const char *owner, const char *server,
 		rc = fail(err, MARO_BUNDLE_IO, "the unpacker stopped");
 		goto out;
 	}
-	snprintf(final, sizeof final, "%s/%s", cache, got->hash);
-	/* another fetcher may have put it there first: then its copy is the one */
-	if (rename(path, final) < 0 && errno != EEXIST && errno != ENOTEMPTY) {
-		rc = fail(err, MARO_BUNDLE_IO, "cannot put the bundle in '%s': %s", final, strerror(errno));
+	snprintf(got->path, sizeof got->path, "%s/%s", cache.path, got->hash);
+	snprintf(mname, sizeof mname, "%s.manifest", got->hash);
+	/* the copy, then its manifest (a reader between the two finds no manifest and waits for the lock) */
+	if ((root = openat(tfd, "root", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+	    renameat(tfd, "root", cache.fd, got->hash) < 0 || renameat(tfd, "manifest", cache.fd, mname) < 0) {
+		rc = fail(err, MARO_BUNDLE_IO, "cannot put the bundle in '%s': %s", got->path, strerror(errno));
 		goto out;
 	}
-	if (chmod(final, 0555) < 0 || use_cached(cache, got->hash, got) < 0) {
-		rc = fail(err, MARO_BUNDLE_IO, "the bundle '%s' went from the cache at once", final);
+	if (fchmod(root, 0555) < 0 || use_cached(&cache, got->hash, got, why, sizeof why) != 0) {
+		rc = fail(err, MARO_BUNDLE_IO, "the bundle '%s' went from the cache at once", got->path);
 		goto out;
 	}
-	evict(cache, lim->cache_max, got->hash);
+	evict(&cache, lim->cache_max, got->hash);
 out:
 	for (i = 0; i < WINDOW; i++)
 		free(f.win[i].buf);
@@ -1292,12 +1887,23 @@ out:
 		free(u.q[i].p);
 	pthread_mutex_destroy(&u.mu);
 	pthread_cond_destroy(&u.cv);
-	if (made)
-		rm_tree(tmp);
-	if (lock >= 0)
-		close(lock);
+	if (u.man)
+		fclose(u.man);
+	if (mfd >= 0)
+		close(mfd);
+	if (root >= 0)
+		close(root);
+	if (tfd >= 0) {
+		rm_at(cache.fd, tmp);
+		close(tfd);
+	}
 	if (one >= 0)
 		close(one);
+	if (rc != 0 && got->lock_fd >= 0) {
+		close(got->lock_fd);
+		got->lock_fd = -1;
+	}
+	cache_close(&cache);
 	if (f.rq.inbox)
 		maro_inbox_flush(f.rq.inbox);
 	maro_requester_close(&f.rq);
@@ -1305,4 +1911,85 @@ out:
 	maro_buf_free(&f.pl);
 	maro_buf_free(&f.enc);
 	return rc;
+}
+
+int
+maro_bundle_clear(struct maro_bundle_cleared *out, struct maro_err *err)
+{
+	struct cache c;
+	struct dirent *e;
+	struct stat a, b;
+	DIR *d;
+	char name[300];
+	int fd, rc, pass, left = 0;
+
+	memset(out, 0, sizeof *out);
+	if (maro_bundle_cache_dir(c.path, sizeof c.path) < 0)
+		return fail(err, MARO_BUNDLE_IO, "no bundle cache: set MARO_BUNDLE_CACHE, XDG_CACHE_HOME or HOME");
+	if ((rc = cache_open(&c, c.path, 0, err)) != 0) {
+		snprintf(out->path, sizeof out->path, "%s", c.path);
+		out->gone = 1;
+		return rc < 0 ? MARO_BUNDLE_IO : 0;
+	}
+	snprintf(out->path, sizeof out->path, "%s", c.path);
+	/* bundles first, then what is left: their manifests, lock files, strays */
+	for (pass = 0; pass < 2; pass++) {
+		if ((fd = openat(c.fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 || !(d = fdopendir(fd))) {
+			if (fd >= 0)
+				close(fd);
+			cache_close(&c);
+			return fail(err, MARO_BUNDLE_IO, "cannot read the bundle cache '%s': %s", out->path,
+			    strerror(errno));
+		}
+		while ((e = readdir(d))) {
+			if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || !strcmp(e->d_name, ".locks"))
+				continue;
+			if (pass == 0 && !is_hash(e->d_name))
+				continue;
+			snprintf(name, sizeof name, "%s", e->d_name);
+			if (pass == 1 && strlen(name) == MARO_BUNDLE_HASH_LEN + 9 &&
+			    !strcmp(name + MARO_BUNDLE_HASH_LEN, ".manifest")) {
+				/* the manifest of a bundle kept in use stays with it */
+				name[MARO_BUNDLE_HASH_LEN] = '\0';
+				if (fstatat(c.fd, name, &a, AT_SYMLINK_NOFOLLOW) == 0) {
+					left++;
+					continue;
+				}
+				name[MARO_BUNDLE_HASH_LEN] = '.';
+			}
+			if ((rc = drop(&c, name, &out->bytes)) == 1)
+				out->removed += pass == 0;
+			else if (rc == 0)
+				left++, out->kept += pass == 0;
+			else
+				left++, out->failed++;
+		}
+		closedir(d);
+		if (pass == 0)
+			left = 0;
+	}
+	/* lock files: each removed by its holder, under it; one held is a fetch in the midst */
+	if ((fd = openat(c.locks, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0 && (d = fdopendir(fd))) {
+		while ((e = readdir(d))) {
+			if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+				continue;
+			if (!is_hash(e->d_name)) {
+				unlinkat(c.locks, e->d_name, 0);
+			} else if ((fd = hash_lock(&c, e->d_name, 0)) >= 0) {
+				hash_unlock_remove(&c, e->d_name, fd);
+			} else {
+				left++;
+			}
+		}
+		closedir(d);
+	} else if (fd >= 0) {
+		close(fd);
+	}
+	/* all of it went: the cache too, if it is still the one opened */
+	if (!left && unlinkat(c.fd, ".locks", AT_REMOVEDIR) == 0 && fstat(c.fd, &a) == 0 &&
+	    fstatat(c.parent, c.name, &b, AT_SYMLINK_NOFOLLOW) == 0 && a.st_ino == b.st_ino &&
+	    a.st_dev == b.st_dev && unlinkat(c.parent, c.name, AT_REMOVEDIR) == 0)
+		out->gone = 1;
+	cache_close(&c);
+	return 0;
 }

@@ -20,7 +20,10 @@
  * fetcher (maro-dist --bundle) asks for the name and size, and when its
  * cache lacks that name, fetches the stream in chunks into a temporary
  * directory inside the cache, checks its hash, unpacks it there under the
- * rules below, and renames it into place.  Nothing here prints or exits.
+ * rules below, and renames it into place, with a manifest (lib/manifest.h)
+ * beside it, HASH.manifest, that the copy is checked against at each later
+ * use.  The cache is opened once, each directory from the root down
+ * checked, and used by its handle after.  Nothing here prints or exits.
  *
  * Rules of unpacking (a stream that breaks one is hostile): a path is
  * relative, without empty, "." or ".." components, and is new; its
@@ -96,10 +99,12 @@ int maro_bundle_cache_dir(char *out, size_t len);
 /* What a fetch got. */
 struct maro_bundle_got {
 	char hash[MARO_BUNDLE_HASH_LEN + 1];
-	char dir[4096];			/* the bundle's root in the cache */
+	char path[4096 + 80];		/* the bundle's root in the cache, for messages */
+	char dir[64];			/* the same through its handle (/proc/self/fd/N): a path no rename redirects */
+	char altered[200];		/* the copy in the cache failed its check, why (it was fetched again); or "" */
 	uint64_t size;			/* of the stream */
 	uint64_t fetched;		/* bytes of it that came over the transport: 0 from the cache */
-	int lock_fd;			/* held (shared) while it is in use: eviction passes it by */
+	int lock_fd;			/* the root's handle, held (shared) while it is in use: eviction passes it by */
 };
 
 /* A transfer that lasts: called once a second from its second on, with the bytes fetched and all. */
@@ -114,6 +119,26 @@ typedef void maro_bundle_progress_fn(void *arg, uint64_t done, uint64_t size);
 int maro_bundle_fetch(struct maro_ctx *c, const char *owner, const char *server,
     const struct maro_bundle_limits *lim, int64_t deadline, maro_bundle_progress_fn *progress,
     void *arg, struct maro_bundle_got *got, struct maro_err *err);
+
+/* What maro_bundle_clear did. */
+struct maro_bundle_cleared {
+	char path[4096];		/* the cache */
+	uint64_t removed;		/* bundles removed */
+	uint64_t kept;			/* bundles kept: in use by a running worker, or being fetched */
+	uint64_t failed;		/* entries that could not be removed */
+	uint64_t bytes;			/* what the bundles removed held (each entry 512 bytes at least) */
+	int gone;			/* the cache itself is gone (or was never there) */
+};
+
+/*
+ * Clears the cache (opened and checked as a fetch does, made nowhere):
+ * every bundle no running worker uses and no fetch is making, with its
+ * manifest and lock file, directories left by fetchers that died, and,
+ * when nothing is left, the cache itself.  Write bits are restored as
+ * needed.  0 with *out (kept or failed may be non-zero), or
+ * MARO_BUNDLE_IO when the cache is not this user's own or cannot be read.
+ */
+int maro_bundle_clear(struct maro_bundle_cleared *out, struct maro_err *err);
 
 /* Unpacks a stream (fd, at its start) into dir (new) under the rules above.  0, or a fault. */
 int maro_bundle_unpack(int fd, const char *dir, const struct maro_bundle_limits *lim,

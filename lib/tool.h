@@ -62,6 +62,14 @@ const char *maro_tool_bundle(struct maro_ctx *c, const struct maro_common *cm, c
     int64_t deadline, struct maro_bundle_got *got);
 
 /*
+ * --clear-bundles: clears this user's bundle cache (maro_bundle_clear),
+ * says what it did on stderr.  0 when the cache is gone (or was never
+ * there), 1 when a bundle in use was kept or an entry could not be
+ * removed; dies with 70 when the cache is not the user's own.
+ */
+int maro_tool_bundle_clear(void);
+
+/*
  * Standard output of a tool that writes messages: each one in the format
  * of -f (CBOR as it came, without a copy).  A write that fails keeps its
  * errno in error and writes nothing more; maro_tool_out_flush then says so

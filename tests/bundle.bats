@@ -15,7 +15,13 @@ setup() {
 	chmod 755 master/job/run.sh
 	echo hello > master/job/lib/word
 }
-teardown() { default_teardown; }
+teardown() {
+	default_teardown
+	[ -z "${shared:-}" ] || rm -rf "$shared"
+}
+
+# as_nobody CMD...: CMD as uid/gid 65534 (nobody), no other groups: another local user
+as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
 
 # serve PATH: a bundle server 'files' for PATH, live; $srv its pid
 serve() {
@@ -46,6 +52,9 @@ stop_bg() {
 	wait "$1" 2>/dev/null || :
 }
 
+# bundles CACHE: the bundles in CACHE, one name a line (not their manifests, locks or temporaries)
+bundles() { ls "$1" | grep -x '[0-9a-f]\{64\}' || :; }
+
 fetched() { sed -n 's/.*bundle [0-9a-f]* from .files.: [0-9]* bytes, \([0-9]*\) fetched$/\1/p' "$1"; }
 
 @test "a job whose code is only on the master runs in workers elsewhere; the same files again move no bytes" {
@@ -58,9 +67,9 @@ fetched() { sed -n 's/.*bundle [0-9a-f]* from .files.: [0-9]* bytes, \([0-9]*\) 
 	[ "$(wc -l < out)" -eq 30 ]
 	[ "$(sort -u out | wc -l)" -eq 30 ]
 	[ "$(grep -c ' hello [0-9a-f]\{64\}$' out)" -eq 30 ]
-	[ "$(ls hostA/cache/maro/bundles | wc -l)" -eq 1 ]
-	[ "$(ls hostB/cache/maro/bundles | wc -l)" -eq 1 ]
-	[ "$(ls hostA/cache/maro/bundles)" = "$(ls hostB/cache/maro/bundles)" ]
+	[ "$(bundles hostA/cache/maro/bundles | wc -l)" -eq 1 ]
+	[ "$(bundles hostB/cache/maro/bundles | wc -l)" -eq 1 ]
+	[ "$(bundles hostA/cache/maro/bundles)" = "$(bundles hostB/cache/maro/bundles)" ]
 	[ "$(fetched hostB/w.3.err)" -gt 0 ]
 	# one of host A's two took it from the other
 	[ "$(fetched hostA/w.1.err) $(fetched hostA/w.2.err)" = "$(fetched hostB/w.3.err) 0" ] ||
@@ -172,7 +181,7 @@ hostile() {
 	printf 'maro-bundle 1\nd 3755 d\nf 6755 3 d/x\nx\n\nf 0640 1 y\nyd 0700 z\nf 0600 1 z/w\nwe\n' > b
 	serve b
 	fetch_only hostA w.1
-	cd hostA/cache/maro/bundles/[0-9a-f]*
+	cd "hostA/cache/maro/bundles/$(bundles hostA/cache/maro/bundles)"
 	[ "$(stat -c %a d d/x y z z/w)" = $'555\n555\n440\n500\n400' ]
 	# a job run in it cannot change the bundle for the next (but root ignores modes)
 	[ "$(stat -c %a .)" = 555 ]
@@ -193,7 +202,8 @@ hostile() {
 	serve b
 	MARO_BUNDLE_CACHE_MAX=1 fetch_only hostA w.2
 	# the old one went whole (nothing left renamed 'gone.*' half emptied)
-	[ "$(ls -A hostA/cache/maro/bundles | grep -v '^.locks$' | wc -l)" -eq 1 ]
+	[ "$(bundles hostA/cache/maro/bundles | wc -l)" -eq 1 ]
+	[ -z "$(find hostA/cache/maro/bundles -maxdepth 1 -name 'gone.*')" ]
 	[ "$(cat hostA/cache/maro/bundles/[0-9a-f]*/other)" = x ]
 }
 
@@ -222,14 +232,59 @@ hostile() {
 	serve master/job
 	export MARO_BUNDLE_CACHE_MAX=1M
 	fetch_only hostA w.1
-	first=$(ls hostA/cache/maro/bundles)
+	first=$(bundles hostA/cache/maro/bundles)
 	stop_bg "$srv"
 	wait_until 10 not_live files
 	head -c 600K /dev/urandom > master/job/one
 	serve master/job
 	fetch_only hostA w.2
-	[ "$(ls hostA/cache/maro/bundles | wc -l)" -eq 1 ]
-	[ "$(ls hostA/cache/maro/bundles)" != "$first" ]
+	[ "$(bundles hostA/cache/maro/bundles | wc -l)" -eq 1 ]
+	[ "$(bundles hostA/cache/maro/bundles)" != "$first" ]
+}
+
+# serve_next PATH: the server 'files' stopped, and started again for PATH
+serve_next() {
+	stop_bg "$srv"
+	wait_until 10 not_live files
+	serve "$1"
+}
+
+@test "eviction counts 512 bytes an entry, and passes by a bundle whose lock is held and one a running worker uses" {
+	cache=hostA/cache/maro/bundles
+	# A: 100 empty files, some 50 KiB of inodes however few bytes
+	awk 'BEGIN { print "maro-bundle 1"; for (i = 0; i < 100; i++) print "f 0644 0 e" i; print "e" }' > a.b
+	serve a.b
+	fetch_only hostA w.1
+	A=$(bundles "$cache")
+	# B, over a cap of 40 KiB with A: A goes
+	printf 'maro-bundle 1\nf 0644 1 b\nbe\n' > b.b
+	serve_next b.b
+	MARO_BUNDLE_CACHE_MAX=40K fetch_only hostA w.2
+	B=$(bundles "$cache")
+	[ "$B" != "$A" ]
+	[ "$(bundles "$cache" | wc -l)" -eq 1 ]
+	# B's lock held, as by a fetch of it in the midst: C's fetch over the cap leaves B and its lock file
+	ino=$(stat -c %i "$cache/.locks/$B")
+	bg 30 flock -n "$cache/.locks/$B" -c 'touch held; exec sleep 30'
+	holder=$BG_PID
+	wait_until 10 test -e held
+	printf 'maro-bundle 1\nf 0644 1 c\nce\n' > c.b
+	serve_next c.b
+	MARO_BUNDLE_CACHE_MAX=1 fetch_only hostA w.3
+	[ -d "$cache/$B" ]
+	[ "$(stat -c %i "$cache/.locks/$B")" = "$ino" ]
+	stop_bg "$holder"
+	# C in use by a running worker: D's fetch over the cap leaves C; B, unused and unlocked now, goes
+	C=$(bundles "$cache" | grep -vx "$B")
+	bg 60 env -C hostA XDG_CACHE_HOME="$PWD/hostA/cache" maro-dist -n w.4 -v --bundle files --on '*:x:1' true \
+		2> hostA/w.4.err
+	wait_until 30 grep -q 'fetched$' hostA/w.4.err
+	printf 'maro-bundle 1\nf 0644 1 d\nde\n' > d.b
+	serve_next d.b
+	MARO_BUNDLE_CACHE_MAX=1 fetch_only hostA w.5
+	[ -d "$cache/$C" ]
+	[ ! -e "$cache/$B" ]
+	[ ! -e "$cache/.locks/$B" ]
 }
 
 @test "with a group key the bundle travels encrypted, a member without it gets nothing; a long transfer says how it goes" {
@@ -260,6 +315,79 @@ hostile() {
 	[ "$(sort out | cut -d' ' -f1-2 | tr '\n' ' ')" = "1 hello 2 hello 3 hello 4 hello 5 hello " ]
 }
 
+@test "a copy a job changed fails its check at the next use and is fetched again; one the job only read is used as it is" {
+	serve master/job
+	fetch_only hostA w.1
+	h=$(bundles hostA/cache/maro/bundles)
+	# job 1 (the same user) makes the copy writable and rewrites run.sh for every later job
+	chmod u+w "hostA/cache/maro/bundles/$h" "hostA/cache/maro/bundles/$h/run.sh"
+	printf '#!/bin/sh\ntouch "%s/planted.ran"\ncat\n' "$PWD" > run.evil
+	cat run.evil > "hostA/cache/maro/bundles/$h/run.sh"
+	chmod u-w "hostA/cache/maro/bundles/$h" "hostA/cache/maro/bundles/$h/run.sh"
+	worker hostA w.2
+	wait_until 10 grep -q 'fetched$' hostA/w.2.err
+	grep -qx "maro-dist: bundle ${h:0:12} in the cache '$PWD/hostA/cache/maro/bundles/$h' failed its check ('run.sh' changed): fetched again" hostA/w.2.err
+	[ "$(fetched hostA/w.2.err)" -gt 0 ]
+	seq 2 | maro-scatter -e w=1 -P w -t sq -W 10s -f payload > out
+	[ "$(cut -d' ' -f1-2 out | sort | tr '\n' ' ')" = "1 hello 2 hello " ]
+	[ ! -e planted.ran ]
+	maro-send -p w.2 -t stop --notification -W 10s
+	wait_until 10 not_live w.2
+	# a file added, in the fresh copy: the same
+	chmod u+w "hostA/cache/maro/bundles/$h"
+	touch "hostA/cache/maro/bundles/$h/extra"
+	chmod u-w "hostA/cache/maro/bundles/$h"
+	fetch_only hostA w.3
+	grep -q "failed its check (it holds entries its manifest does not name): fetched again" hostA/w.3.err
+	[ ! -e "hostA/cache/maro/bundles/$h/extra" ]
+	# untouched (only read, and its times of use moved): used as it is, nothing said
+	cat "hostA/cache/maro/bundles/$h/run.sh" > /dev/null
+	fetch_only hostA w.4
+	[ "$(fetched hostA/w.4.err)" = 0 ]
+	run ! grep -q 'failed its check' hostA/w.4.err
+}
+
+@test "--clear-bundles, as a normal user: removes the bundles no running worker uses (1 while one is in use), then the cache (0)" {
+	[ "$(id -u)" -eq 0 ] || skip "needs root, to act as a normal user (setpriv)"
+	shared=$(mktemp -d /tmp/maro-shared.XXXXXX)
+	chmod 1777 "$shared"
+	as_nobody mkdir -m 0700 "$shared/home"
+	cp -r master/job "$shared/job"
+	chmod -R a+rX "$shared/job"
+	export XDG_CACHE_HOME="$shared/home/cache" MARO_REGISTRY="dir:$shared/home/reg" TMPDIR=$shared
+	cache=$shared/home/cache/maro/bundles
+	# bundle A, fetched by a worker that ended; bundle B, in use by a running one
+	for b in A B; do
+		echo "$b" > "$shared/job/version"
+		bg 60 setpriv --reuid=65534 --regid=65534 --clear-groups maro-dist -n "files$b" \
+			--serve-bundle "$shared/job" 2> "srv$b.err"
+		as_nobody maro-peers -e "files$b=1" -W 10s -q || { cat "srv$b.err" >&2; return 1; }
+		bg 60 setpriv --reuid=65534 --regid=65534 --clear-groups maro-dist -n "w$b" -v \
+			--bundle "files$b" --on '*:x:1' true 2> "w$b.err"
+		eval "w$b=\$BG_PID"
+		wait_until 30 grep -q 'fetched$' "w$b.err"
+	done
+	stop_bg "$wA"
+	[ "$(bundles "$cache" | wc -l)" -eq 2 ]
+	# what a user tries first: the read-only bundles stop rm -rf
+	run ! as_nobody rm -rf "$cache/$(bundles "$cache" | head -n 1)"
+	run -1 as_nobody maro-dist --clear-bundles
+	echo "$output"
+	[ "${lines[0]}" = "maro-dist: cleared the bundle cache '$cache': 1 bundle removed (0.0 MiB)" ]
+	[ "${lines[1]}" = "maro-dist: 1 bundle in use by a running worker (or being fetched) kept: stop the workers and clear again" ]
+	[ "$(bundles "$cache" | wc -l)" -eq 1 ]
+	[ "$(cat "$cache/$(bundles "$cache")/version")" = B ]
+	# the worker ends: all of it goes, the cache too
+	stop_bg "$wB"
+	run -0 as_nobody maro-dist --clear-bundles
+	assert_output "maro-dist: cleared and removed the bundle cache '$cache': 1 bundle removed (0.0 MiB); nothing left"
+	[ ! -e "$cache" ]
+	run -0 as_nobody rm -rf "$shared/home/cache"
+	run -0 as_nobody maro-dist --clear-bundles
+	assert_output "maro-dist: no bundle cache at '$cache': nothing to clear"
+	run -2 maro-dist --clear-bundles -v
+}
+
 # nested FILE: a stream of 1000 directories, each in the one before (a/a/a...)
 nested() {
 	awk 'BEGIN { print "maro-bundle 1"; p = "a"; for (i = 0; i < 1000; i++) { print "d 0755 " p; p = p "/a" } print "e" }' > "$1"
@@ -276,7 +404,7 @@ nested() {
 	# the check of a record's parents costs its depth, not the depth squared
 	[[ $output == *" fetched"* ]]
 	[ "$ms" -lt 4500 ]
-	[ -d "cache/maro/bundles/$(ls cache/maro/bundles | grep -v '^tmp')/a/a/a/a/a" ]
+	[ -d "cache/maro/bundles/$(bundles cache/maro/bundles)/a/a/a/a/a" ]
 }
 
 @test "SIGTERM ends a fetch at once (143)" {
@@ -294,6 +422,73 @@ nested() {
 	[ "$ms" -lt 1500 ]
 }
 
+# known_hash: the name of master/job's bundle, as any worker learns it (fetched
+# into hostB's cache, the server stopped after); in $hash
+known_hash() {
+	serve master/job
+	fetch_only hostB w.0
+	hash=$(bundles hostB/cache/maro/bundles)
+	stop_bg "$srv"
+	wait_until 10 not_live files
+	printf '#!/bin/sh\ntouch "%s/planted.ran"\ncat\n' "$PWD" > run.evil
+}
+
+@test "a cache below a directory another user may write is refused (70) before the server is up: a bundle planted by a swap never runs" {
+	[ "$(id -u)" -eq 0 ] || skip "needs root, to act as a second user (setpriv)"
+	known_hash
+	# a place like /tmp: root's, sticky, anyone may write; the attacker's own directory in it, open to all
+	shared=$(mktemp -d /tmp/maro-shared.XXXXXX)
+	chmod 1777 "$shared"
+	as_nobody mkdir -m 0777 "$shared/p"
+	as_nobody mkdir -p "$shared/evil/$hash"
+	as_nobody sh -c "cat > '$shared/evil/$hash/run.sh' && chmod 755 '$shared/evil/$hash/run.sh'" < run.evil
+	# the victim starts before its server is up
+	bg 30 env -C hostA MARO_BUNDLE_CACHE="$shared/p/bundles" maro-dist -n w1 --bundle files --raw \
+		--co '*:go:1' ./run.sh -W 20s 2> hostA/w1.err
+	victim=$BG_PID
+	# once the victim made its cache (or gave up), the attacker swaps it for a link to its own tree
+	wait_until 10 eval '[ -d "$shared/p/bundles/.locks" ] || ! kill -0 "$victim" 2>/dev/null'
+	as_nobody sh -c "mv '$shared/p/bundles' '$shared/p/old' 2>/dev/null; ln -s '$shared/evil' '$shared/p/bundles'"
+	# the server joins, a task comes
+	serve master/job
+	run maro-scatter -e w1=1 -P w1 -t go -d 1 -W 5s -f payload
+	wait_exit "$victim" 30
+	cat hostA/w1.err
+	[ ! -e planted.ran ]
+	[ "$status" -eq 70 ]
+	[ "$(cat hostA/w1.err)" = "maro-dist: bundle of 'files': will not use the bundle cache '$shared/p/bundles': '$shared/p' above it is owned by uid 65534, neither root nor us" ]
+}
+
+# plant NAME: the cache c/bundles renamed to c/NAME, and a cache put up in its
+# place holding the bundle's name with run.evil as its run.sh
+plant() {
+	mv c/bundles "c/$1"
+	mkdir -m 0700 c/bundles
+	cp -r "hostB/cache/maro/bundles/$hash" c/bundles/
+	cp "hostB/cache/maro/bundles/$hash.manifest" c/bundles/ 2>/dev/null || :
+	chmod u+w "c/bundles/$hash" "c/bundles/$hash/run.sh"
+	cat run.evil > "c/bundles/$hash/run.sh"
+}
+
+@test "the cache is used by the handle opened first: one renamed and replaced before the server joins, or after the fetch, redirects nothing" {
+	known_hash
+	mkdir c
+	bg 30 env -C hostA MARO_BUNDLE_CACHE="$PWD/c/bundles" maro-dist -n w1 -v --bundle files --raw \
+		--on '*:go:1' ./run.sh -W 30s 2> hostA/w1.err
+	wait_until 10 test -d c/bundles/.locks
+	# before the server joins: the worker fetches into the cache it opened, not the one put up
+	plant old1
+	serve master/job
+	wait_until 10 grep -q 'fetched$' hostA/w1.err
+	[ "$(fetched hostA/w1.err)" -gt 0 ]
+	cmp master/job/run.sh "c/old1/$hash/run.sh"
+	# after the fetch: each handler enters the bundle by its handle, not by its path
+	plant old2
+	echo 5 | maro-scatter -e w1=1 -P w1 -t go -W 10s -f payload > out
+	[ "$(cut -d' ' -f1-2 out)" = "5 hello" ]
+	[ ! -e planted.ran ]
+}
+
 # unsafe_cache: a worker of host A with MARO_BUNDLE_CACHE=hostA/cache is refused with 70
 unsafe_cache() {
 	run -70 env -C hostA MARO_BUNDLE_CACHE="$PWD/hostA/cache" maro-dist -n w.1 --bundle files \
@@ -305,7 +500,7 @@ unsafe_cache() {
 @test "a cache writable by others, a link or another's is refused with 70; a bundle planted there never runs" {
 	serve master/job
 	fetch_only hostB w.0
-	hash=$(ls hostB/cache/maro/bundles | grep -v '^tmp')
+	hash=$(bundles hostB/cache/maro/bundles)
 	# another user made the cache first, open to all, and planted the bundle
 	mkdir -m 0777 hostA/cache
 	cp -r "hostB/cache/maro/bundles/$hash" hostA/cache/
