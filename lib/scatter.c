@@ -377,7 +377,7 @@ maro_scatter_dispatch(struct maro_scatter *sc)
 	while (maro_workq_head(&sc->q, &i)) {
 		if (!sc->prefix)
 			p = NO_PEER;
-		else if ((p = maro_workq_pick(&sc->q, sc->async)) == NO_PEER)
+		else if ((p = maro_workq_pick_for(&sc->q, i, sc->async)) == NO_PEER)
 			break;
 		if ((rc = send_task(sc, i, p)) != 0)
 			return rc < 0 ? -1 : moved;	/* 1: that peer's outbox window is full */

@@ -195,7 +195,7 @@ maro_workq_add(struct maro_workq *q, const uint8_t *req, size_t n,
 	t->msg = t->req;
 	t->n = n;
 	t->dest = *dest;
-	t->peer = NO_PEER;
+	t->peer = t->failed_at = NO_PEER;
 	memcpy(t->session, session.p, session.n);
 	t->session[session.n] = '\0';
 	t->session_n = session.n;
@@ -252,6 +252,21 @@ maro_workq_pick(struct maro_workq *q, int past_window)
 	if (best != NO_PEER)
 		q->rr = best + 1;
 	return best;
+}
+
+size_t
+maro_workq_pick_for(struct maro_workq *q, size_t i, int past_window)
+{
+	const struct maro_workq_task *t = maro_workq_task(q, i);
+	size_t c;
+
+	/* the second in line is a child of the first in the heap */
+	if (t && t->failed_at != NO_PEER && q->nopen > 1 && q->open[0] == t->failed_at) {
+		c = q->nopen > 2 && before(q, q->open[2], q->open[1]) ? 2 : 1;
+		q->rr = q->open[c] + 1;
+		return q->open[c];
+	}
+	return maro_workq_pick(q, past_window);
 }
 
 void
@@ -376,6 +391,7 @@ maro_workq_fail(struct maro_workq *q, size_t i, const char *why)
 	peer_less(q, t->peer);
 	t->attempts++;
 	if (!q->retries || t->attempts < q->retries) {
+		t->failed_at = t->peer;
 		t->peer = NO_PEER;
 		return enqueue(q, i);
 	}

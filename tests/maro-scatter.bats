@@ -70,3 +70,18 @@ teardown() { default_teardown; }
 	assert_success
 	assert_output ""
 }
+
+@test "maro-scatter: a task failed at one worker is sent to another with room, not back to the one that failed it" {
+	local i
+	for i in 1 2; do
+		bg 60 maro-dist -n "worker.$i" --raw --on '*:job:1' \
+			'read -r x; echo "$MARO_NAME $x" >> runs; if [ "$MARO_NAME" = worker.1 ]; then echo "bad host" >&2; exit 1; fi; echo "r$x"'
+	done
+	wait_until 10 live_is worker. 2
+	run -0 --separate-stderr timeout 40 sh -c 'seq 8 | maro-scatter -P worker -t job --window 8 --retries 2 -W 30s -f payload'
+	assert_equal "$(printf '%s\n' "${lines[@]}" | sort -V)" "$(printf 'r%s\n' $(seq 8))"
+	# worker.1 failed some, once each; worker.2 answered every one
+	[ "$(grep -c '^worker.1 ' runs)" -ge 1 ]
+	assert_equal "$(grep '^worker.1 ' runs | sort | uniq -d)" ""
+	assert_equal "$(grep '^worker.2 ' runs | cut -d ' ' -f 2 | sort -n | tr '\n' ' ')" "1 2 3 4 5 6 7 8 "
+}

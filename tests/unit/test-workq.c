@@ -370,6 +370,44 @@ test_workq_rejoin(void)
 	maro_workq_free(&q);
 }
 
+/*
+ * A task whose attempt failed at a peer goes to another one with room,
+ * back to the same only when it alone has room.
+ */
+static void
+test_workq_elsewhere(void)
+{
+	struct maro_workq q = { 0 };
+	struct seen w = { 0 };
+	size_t i, p, other, task;
+
+	q.window = 1;
+	q.retries = 3;
+	q.put = put;
+	q.arg = &w;
+	maro_workq_peer_seen(&q, "a");
+	maro_workq_peer_seen(&q, "b");
+	maro_workq_peer_seen(&q, "c");
+	/* as a scatter orders them once replies came: the last to move first, which p is */
+	maro_workq_order(&q, MARO_WORKQ_LAST);
+	add(&q, "x");
+	add(&q, "y");
+	p = send_next(&q, &task);
+	CHECK(p != MARO_WORKQ_NO_PEER && task == 0);
+	CHECK(maro_workq_fail(&q, 0, "failed") == 0 && maro_workq_task(&q, 0)->failed_at == p);
+	/* x is behind y now; y goes anywhere, then x not to p while another has room */
+	CHECK(send_next(&q, &task) != MARO_WORKQ_NO_PEER && task == 1);
+	CHECK(maro_workq_head(&q, &i) && i == 0);
+	other = maro_workq_pick_for(&q, i, 0);
+	CHECK(other != MARO_WORKQ_NO_PEER && other != p);
+	CHECK(maro_workq_sent(&q, i, other, 2000) == 0);
+	maro_workq_pop(&q);
+	/* failed there too: of p and other, both with room, p */
+	CHECK(maro_workq_fail(&q, 0, "failed") == 0 && maro_workq_task(&q, 0)->failed_at == other);
+	CHECK(q.nopen == 2 && maro_workq_head(&q, &i) && maro_workq_pick_for(&q, i, 0) != other);
+	maro_workq_free(&q);
+}
+
 void
 test_workq(void)
 {
@@ -526,4 +564,5 @@ test_workq(void)
 	test_workq_pick();
 	test_workq_order();
 	test_workq_rejoin();
+	test_workq_elsewhere();
 }
