@@ -539,18 +539,24 @@ say_duration(char *out, size_t len, double secs)
 }
 
 void
-maro_workq_progress(const struct maro_workq *q, double secs, int total_known, char *out,
+maro_workq_progress(const struct maro_workq *q, double secs, double idle, int total_known, char *out,
     size_t len)
 {
 	double rate = secs > 0 ? (double)q->ndone / secs : 0.0;
+	/* the time left when the last task finished, at the rate then */
+	double was_left = secs > idle && q->ndone ? (double)(q->ntasks - q->ndone) * (secs - idle) / (double)q->ndone : 0;
 	char eta[64] = "", left[32], failed[32] = "";
 
-	if (total_known && q->ndone < q->ntasks && rate > 0) {
+	/* stalled: no time left can be told, only how long nothing moved */
+	if (q->ndone && q->ndone < q->ntasks && idle >= 2 && idle >= 2 * was_left) {
+		say_duration(left, sizeof left, idle);
+		snprintf(eta, sizeof eta, ", none finished for %s", left);
+	} else if (total_known && q->ndone < q->ntasks && rate > 0) {
 		say_duration(left, sizeof left, (double)(q->ntasks - q->ndone) / rate);
-		snprintf(eta, sizeof eta, ", %s left", left);
+		snprintf(eta, sizeof eta, ", %s left", strcmp(left, "0s") ? left : "<1s");
 	}
 	if (q->nfailed)
-		snprintf(failed, sizeof failed, " (%zu failed)", q->nfailed);
-	snprintf(out, len, "%zu/%zu%s done%s, %.0f/s%s", q->ndone, q->ntasks, total_known ? "" : "+",
-	    failed, rate, eta);
+		snprintf(failed, sizeof failed, ", %zu given up", q->nfailed);
+	snprintf(out, len, "%zu/%zu%s done%s, %.0f/s%s", q->ndone - q->nfailed, q->ntasks,
+	    total_known ? "" : "+", failed, rate, eta);
 }

@@ -230,13 +230,17 @@ int maro_workq_peer_lost(struct maro_workq *q, size_t p, unsigned *inflight);
 int maro_workq_peer_replaced(struct maro_workq *q, size_t p, unsigned *inflight);
 
 /*
- * The progress of a run secs seconds old, for people: "done/total done,
- * rate/s" with the tasks given up, and the time left at that rate once
- * the total is known (total_known; until then the total is the tasks
- * added so far, with a '+').
+ * The progress of a run secs seconds old, for people: "answered/total
+ * done, N given up, rate/s" (the rate of the tasks finished, answered or
+ * given up), and the time left at that rate once the total is known
+ * (total_known; until then the total is the tasks added so far, with a
+ * '+'; under a second "<1s left").  When no task finished for idle
+ * seconds, 2 or more and twice the time that was left (at the rate of
+ * then) when the last one did, no time left is told but "none finished
+ * for 12s": a run stuck on its last tasks is not about to end.
  */
-void maro_workq_progress(const struct maro_workq *q, double secs, int total_known, char *out,
-    size_t len);
+void maro_workq_progress(const struct maro_workq *q, double secs, double idle, int total_known,
+    char *out, size_t len);
 
 /*
  * Ordered output at the end of a run: writes the replies held behind the

@@ -71,6 +71,35 @@ teardown() { default_teardown; }
 	assert_output ""
 }
 
+@test "maro-scatter --progress: a task given up is not counted done; stuck on the last task, no time left is told" {
+	bg 60 maro-dist -n worker.1 --raw --fail-prefix 'ERR ' --co '*:job:1' \
+		'while read -r x; do case $x in bad) echo "ERR bad";; hang) sleep 60;; *) echo "r$x";; esac; done'
+	wait_until 10 live_is worker. 1
+	run -3 --separate-stderr timeout 30 sh -c 'echo bad | maro-scatter -P worker -t job --progress=100ms -W 20s'
+	grep -qE '^maro-scatter: 0/1 done, 1 given up, [0-9]+/s$' <<< "$stderr"
+	run ! grep -q '1/1 done' <<< "$stderr"
+	# three answered at once, then the last hangs: after 2 s, how long nothing finished
+	run -1 --separate-stderr timeout 30 sh -c 'printf "%s\n" 1 2 3 hang | maro-scatter -P worker -t job --progress=200ms -W 3500ms'
+	grep -qE '^maro-scatter: 3/4 done, [0-9]+/s, none finished for [23]s$' <<< "$stderr"
+	run ! grep -qE ' 0s left|3/4 done, [0-9]+/s, .*left$' <<< "$(grep 'none finished' -A 100 <<< "$stderr")"
+}
+
+@test "maro-scatter on a terminal: the live line is redrawn at most ten times a second" {
+	bg 60 maro-dist -n worker.1 --raw --co '*:job:1' cat
+	wait_until 10 live_is worker. 1
+	local t0 ms n
+	seq 3000 > tasks
+	t0=$(date +%s%N)
+	run -0 timeout 60 script -qec 'maro-scatter -P worker -t job --window 8 -W 40s -f payload < tasks > out' /dev/null
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	[ "$(wc -l < out)" -eq 3000 ]
+	# each redraw begins with a carriage return; the last one ends the line
+	n=$(tr -cd '\r' <<< "$output" | wc -c)
+	[[ "$output" == *"3000/3000 done"* ]]
+	echo "$n redraws in $ms ms" >&3
+	[ "$n" -le $((ms / 100 + 3)) ]
+}
+
 @test "maro-scatter: a task failed at one worker is sent to another with room, not back to the one that failed it" {
 	local i
 	for i in 1 2; do

@@ -465,7 +465,7 @@ test_workq(void)
 	/* a peer that comes back is live again, not new */
 	maro_workq_peers_begin(&q);
 	CHECK(maro_workq_peer_seen(&q, "a") == 0 && q.peers[a].live == 1);
-	maro_workq_progress(&q, 1.0, 1, text, sizeof text);
+	maro_workq_progress(&q, 1.0, 0, 1, text, sizeof text);
 	CHECK(!strcmp(text, "3/3 done, 3/s"));
 	maro_workq_free(&q);
 
@@ -499,8 +499,20 @@ test_workq(void)
 	CHECK(q.nfailed == 1 && q.ndone == 3 && !strcmp(w.out, "YZ"));
 	/* told of each reply as it is written, in order, not as it came; the given up kept its peer */
 	CHECK(!strcmp(w.written, "1121") && w.given_up_peer == 0);
-	maro_workq_progress(&q, 0, 0, text, sizeof text);
-	CHECK(!strcmp(text, "3/3+ done (1 failed), 0/s"));
+	/* a task given up is not done */
+	maro_workq_progress(&q, 0, 0, 0, text, sizeof text);
+	CHECK(!strcmp(text, "2/3+ done, 1 given up, 0/s"));
+	/* one left, three finished in 7 s: 2.3 s were left then; stalled once twice that passed */
+	add(&q, "o3");
+	maro_workq_progress(&q, 10.0, 1.9, 1, text, sizeof text);
+	CHECK(!strcmp(text, "2/4 done, 1 given up, 0/s, 3s left"));
+	maro_workq_progress(&q, 10.0, 3.0, 1, text, sizeof text);
+	CHECK(!strcmp(text, "2/4 done, 1 given up, 0/s, 3s left"));
+	maro_workq_progress(&q, 10.0, 5.0, 1, text, sizeof text);
+	CHECK(!strcmp(text, "2/4 done, 1 given up, 0/s, none finished for 5s"));
+	/* quick ones: under a second left */
+	maro_workq_progress(&q, 0.1, 0.05, 1, text, sizeof text);
+	CHECK(!strcmp(text, "2/4 done, 1 given up, 30/s, <1s left"));
 	maro_workq_free(&q);
 
 	/* ordered flush: the replies behind a hole are written at the end, in order */
