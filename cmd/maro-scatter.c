@@ -193,6 +193,24 @@ say_missing(struct scatter *s)
 	}
 }
 
+/*
+ * A signal: one line for the run, not one per task read ahead (those
+ * open are named under -v), and how to go on when a job log has it.
+ */
+static void
+say_interrupted(struct scatter *s)
+{
+	size_t open, waiting;
+
+	maro_scatter_unfinished(&s->sc, &open, &waiting);
+	maro_warn("interrupted: %zu of %zu%s tasks done, %zu given up, %zu open, %zu not sent",
+	    s->sc.q.ndone - s->sc.q.nfailed, s->sc.q.ntasks, s->sc.input_done ? "" : "+", s->sc.q.nfailed,
+	    open, waiting);
+	if (s->log.fd >= 0)
+		maro_warn("job log '%s' has the tasks that ended: the same command, on the same input, "
+		    "with --resume does the rest", s->log_path);
+}
+
 static void
 own(void *arg, int key, char *val)
 {
@@ -352,7 +370,9 @@ main(int argc, char **argv)
 	if (status == MARO_EXIT_TIMEOUT || maro_signal) {
 		size_t missing = maro_scatter_missing(sc);
 
-		if (!sc->async)
+		if (maro_signal && !s.quiet)
+			say_interrupted(&s);
+		if (!sc->async && (!maro_signal || maro_verbose))
 			say_missing(&s);
 		/* --ordered: the replies held behind the holes say_missing named */
 		if (sc->q.ordered) {

@@ -505,6 +505,18 @@ maro_scatter_missing(const struct maro_scatter *sc)
 	return sc->async ? maro_outbox_pending(sc->ob) : sc->q.ntasks - sc->q.ndone;
 }
 
+void
+maro_scatter_unfinished(const struct maro_scatter *sc, size_t *open, size_t *waiting)
+{
+	*open = *waiting = 0;
+	for (size_t i = maro_workq_first(&sc->q); i < sc->q.ntasks; i++) {
+		const struct maro_workq_task *t = maro_workq_task(&sc->q, i);
+
+		if (t && !t->done)
+			++*(t->sent ? open : waiting);
+	}
+}
+
 int
 maro_scatter_pollitems(struct maro_scatter *sc, zmq_pollitem_t *items, int max)
 {

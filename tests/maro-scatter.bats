@@ -100,6 +100,35 @@ teardown() { default_teardown; }
 	[ "$n" -le $((ms / 100 + 3)) ]
 }
 
+@test "maro-scatter interrupted: one summary line, not one per task read ahead; with a job log, how to resume" {
+	bg 60 maro-dist -n worker.1 --raw --co '*:job:1' 'while read -r x; do sleep 0.1; echo "r$x"; done'
+	wait_until 10 live_is worker. 1
+	seq 200 > tasks
+	bg 30 maro-scatter -P worker -t job --joblog log -W 25s -f payload < tasks > out 2> err
+	local scatter=$BG_PID
+	wait_until 10 has_lines out 3
+	kill -INT "$(child_pid "$scatter" maro-scatter)"
+	wait_exit "$scatter" 10
+	[ "$status" -eq 130 ]
+	run cat err
+	assert_line --index 0 --regexp '^maro-scatter: interrupted: [0-9]+ of 200 tasks done, 0 given up, 1 open, [0-9]+ not sent$'
+	assert_line --index 1 "maro-scatter: job log 'log' has the tasks that ended: the same command, on the same input, with --resume does the rest"
+	[ "${#lines[@]}" -eq 2 ]
+	# the counts add up: done + open + not sent = 200, done as the output has it
+	local done open unsent
+	read -r done unsent <<< "$(sed -n 's/^maro-scatter: interrupted: \([0-9]*\) of 200 tasks done, 0 given up, 1 open, \([0-9]*\) not sent$/\1 \2/p' err)"
+	[ "$done" -eq "$(wc -l < out)" ]
+	[ $((done + 1 + unsent)) -eq 200 ]
+	# -v names the one open too; without a job log, no hint
+	bg 30 maro-scatter -P worker -t job -v -W 25s -f payload < tasks > out2 2> err2
+	scatter=$BG_PID
+	wait_until 10 has_lines out2 3
+	kill -INT "$(child_pid "$scatter" maro-scatter)"
+	wait_exit "$scatter" 10
+	grep -q '^maro-scatter: no reply in session .* (line [0-9]* of the input): payload' err2
+	run ! grep -q 'job log' err2
+}
+
 @test "maro-scatter: a task failed at one worker is sent to another with room, not back to the one that failed it" {
 	local i
 	for i in 1 2; do
