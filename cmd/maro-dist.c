@@ -125,6 +125,11 @@ note(void *arg, const struct maro_handler_note *n)
 		maro_warn("a handler's line for session %.*s is not JSON (%s): failure reply sent",
 		    (int)m->session_id.n, m->session_id.p ? m->session_id.p : "", n->err->msg);
 		break;
+	case MARO_HANDLER_OUTPUT_HELD:
+		maro_warn("handler for '%s' ended, but a process it left running holds its standard output "
+		    "open: going on with the %llu bytes it wrote (start a background command with its output "
+		    "elsewhere: cmd > /dev/null 2>&1 &)", text, (unsigned long long)n->offset);
+		break;
 	case MARO_HANDLER_NOT_TEXT:
 		maro_warn("a handler's line for session %.*s is not valid UTF-8 text: no reply",
 		    (int)m->session_id.n, m->session_id.p ? m->session_id.p : "");

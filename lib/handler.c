@@ -418,15 +418,30 @@ read_err(int fd, struct maro_buf *tail)
 	return keep_tail(tail, b, (size_t)n) < 0 ? -1 : 1;
 }
 
+/* Has pid ended?  It stays to be reaped (WNOWAIT). */
+static int
+ended(pid_t pid)
+{
+	siginfo_t si;
+
+	memset(&si, 0, sizeof si);
+	return waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid;
+}
+
 /*
- * Reads a run's output to its end, heartbeating while it works, at most
- * max bytes of it, and its standard error (*errfd, set to -1 at its end:
- * read_err); a signal stops the reading.  1 when it wrote more.
+ * Reads the output of run h (pid) to its end, heartbeating while it
+ * works, at most max bytes of it, and its standard error (*errfd, set to
+ * -1 at its end: read_err); a signal stops the reading.  Its end is also
+ * MARO_HANDLER_HELD_US after pid ended with its output still open: a
+ * process it left in the background holds it (noted).  1 when it wrote
+ * more.
  */
 static int
-read_all(struct maro_handler_host *x, int fd, int *errfd, struct maro_buf *tail, struct maro_buf *out,
-    size_t max)
+read_all(struct maro_handler_host *x, struct maro_handler *h, pid_t pid, int fd, int *errfd,
+    struct maro_buf *tail, struct maro_buf *out, size_t max)
 {
+	int64_t now, beat_at = maro_now_us(), look_at = 0, ended_at = 0;
+
 	for (;;) {
 		struct pollfd pfd[2] = { { fd, POLLIN, 0 }, { *errfd, POLLIN, 0 } };
 		ssize_t n;
@@ -434,9 +449,21 @@ read_all(struct maro_handler_host *x, int fd, int *errfd, struct maro_buf *tail,
 
 		if (maro_signal)
 			return 0;
-		k = poll(pfd, *errfd >= 0 ? 2 : 1, 1000);
-		if (k == 0)
+		k = poll(pfd, *errfd >= 0 ? 2 : 1, 250);
+		now = maro_now_us();
+		if (k == 0 && now - beat_at >= 1000000) {
 			x->beat(x->arg, 1);
+			beat_at = now;
+		}
+		if (now >= look_at) {
+			look_at = now + 250000;
+			if (!ended_at && ended(pid))
+				ended_at = now;
+			if (ended_at && now - ended_at >= MARO_HANDLER_HELD_US) {
+				note_err(x, h, MARO_HANDLER_OUTPUT_HELD, out->len, NULL);
+				return 0;
+			}
+		}
 		if (k <= 0)
 			continue;
 		if (*errfd >= 0 && pfd[1].revents) {
@@ -648,7 +675,7 @@ maro_handler_run(struct maro_handler_host *x, struct maro_handler *h, const unsi
 	close(pipefd[1]);
 	close(errp[1]);
 	infd = pipefd[1] = errp[1] = -1;
-	over = read_all(x, pipefd[0], &errp[0], &tail, &out, max);
+	over = read_all(x, h, pid, pipefd[0], &errp[0], &tail, &out, max);
 	close(pipefd[0]);
 	pipefd[0] = -1;
 	if (over < 0) {

@@ -42,6 +42,8 @@
 
 /* a handler's process group, after SIGTERM, before SIGKILL */
 #define MARO_HANDLER_GRACE_US 500000
+/* a run ended this long with its output still open: what it left in the background holds it */
+#define MARO_HANDLER_HELD_US 1000000
 /* the end of a failed run's standard error a failure reply carries, at most (bytes) */
 #define MARO_HANDLER_TAIL 512
 /* a coprocess owing answers and silent this long may be buffering them */
@@ -60,6 +62,7 @@ enum maro_handler_what {
 	MARO_HANDLER_MALFORMED,	/* err: what it wrote is not a message */
 	MARO_HANDLER_NOT_TEXT,	/* m (the request): a raw line not UTF-8: no reply */
 	MARO_HANDLER_NOT_JSON,	/* m (the request), err: json_lines: a line not JSON: a failure reply */
+	MARO_HANDLER_OUTPUT_HELD,	/* offset (bytes read): a run ended, a process it left holds its output */
 };
 
 struct maro_handler;

@@ -110,6 +110,21 @@ start_collector() {
 	assert_equal "$(wc -l < runs)" 1
 }
 
+@test "a handler that leaves a background command holding its output: said, and the worker goes on within about a second" {
+	bg 60 maro-dist -n worker.1 --raw --on '*:t:1' 'read -r x; sleep 30 & echo "r$x"' 2> dist.err
+	maro-peers -e worker=1 -W 10s -q
+	local t0 ms
+	t0=$(date +%s%N)
+	run -0 timeout 20 maro-send -p worker.1 -t t -d 1 -W 8s -f payload
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	assert_output r1
+	[ "$ms" -lt 4000 ]
+	grep -q "^maro-dist: handler for '\*:t:1' ended, but a process it left running holds its standard output open: going on with the 3 bytes it wrote" dist.err
+	# the next trigger is not stalled behind it
+	run -0 timeout 20 maro-send -p worker.1 -t t -d 2 -W 8s -f payload
+	assert_output r2
+}
+
 @test "--fail-prefix: a --raw coprocess fails one task on purpose; --retries counts it, the others are answered" {
 	run -2 maro-dist -n worker.1 --fail-prefix 'ERR ' --co '*:j:1' cat
 	assert_output --partial "--fail-prefix goes with --raw"
