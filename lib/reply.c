@@ -256,8 +256,7 @@ maro_reply_failure_say(const struct maro_msg *m, char *out, size_t len)
 {
 	struct maro_str error, text;
 	const char *src = m->source.p ? m->source.p : "";
-	int srcn = (int)m->source.n;
-	char safe[1024];
+	int srcn = (int)m->source.n, k;
 
 	if (!maro_reply_error(m, &error, &text))
 		return 0;
@@ -265,9 +264,10 @@ maro_reply_failure_say(const struct maro_msg *m, char *out, size_t len)
 		snprintf(out, len, "'%.*s' has no handler for tag '%.*s'", srcn, src, (int)m->tag.n, m->tag.p);
 		return 2;
 	}
-	maro_reply_escape(text, safe, sizeof safe);
-	snprintf(out, len, "'%.*s' failed the task in session %.*s: %s", srcn, src,
-	    (int)m->session_id.n, m->session_id.p ? m->session_id.p : "", safe);
+	k = snprintf(out, len, "'%.*s' failed the task in session %.*s: ", srcn, src,
+	    (int)m->session_id.n, m->session_id.p ? m->session_id.p : "");
+	if (k >= 0 && (size_t)k < len)
+		maro_reply_escape(text, out + k, len - (size_t)k);
 	return 1;
 }
 
@@ -281,44 +281,37 @@ void
 maro_reply_escape(struct maro_str s, char *out, size_t len)
 {
 	const uint8_t *p = (const uint8_t *)s.p;
-	size_t i, k = 0;
+	size_t i, k = 0, cap = s.n * 4 + 1, from;
+	char *all;
 
 	if (!len)
 		return;
+	if (!(all = malloc(cap))) {
+		*out = '\0';
+		return;
+	}
 	for (i = 0; i < s.n; i++) {
-		char e[5];
-		size_t en, adv = 1;
-
 		if (p[i] == '\n' || p[i] == '\t') {
-			e[0] = '\\';
-			e[1] = p[i] == '\n' ? 'n' : 't';
-			en = 2;
+			all[k++] = '\\';
+			all[k++] = p[i] == '\n' ? 'n' : 't';
 		} else if (p[i] < 0x20 || p[i] == 0x7f) {
-			snprintf(e, sizeof e, "\\x%02x", p[i]);
-			en = 4;
+			k += (size_t)snprintf(all + k, cap - k, "\\x%02x", p[i]);
 		} else if (p[i] == 0xc2 && i + 1 < s.n && p[i + 1] >= 0x80 && p[i + 1] < 0xa0) {
 			/* a C1 control, as UTF-8: some terminals act on it */
-			snprintf(e, sizeof e, "\\x%02x", p[i + 1]);
-			en = 4;
-			adv = 2;
+			k += (size_t)snprintf(all + k, cap - k, "\\x%02x", p[++i]);
 		} else {
-			/* a whole character or none: its continuation bytes come with it */
-			for (en = 1; i + en < s.n && en < 4 && (p[i + en] & 0xc0) == 0x80; en++)
-				;
-			if (p[i] < 0x80)
-				en = 1;
-			if (k + en >= len)
-				break;
-			memcpy(out + k, p + i, en);
-			k += en;
-			i += en - 1;
-			continue;
+			all[k++] = (char)p[i];
 		}
-		if (k + en >= len)
-			break;
-		memcpy(out + k, e, en);
-		k += en;
-		i += adv - 1;
 	}
-	out[k] = '\0';
+	all[k] = '\0';
+	/* too long: its end, which says most (the last lines of a stderr), after "..." */
+	if (k >= len && len > 4) {
+		from = k - (len - 4);
+		while (from < k && ((uint8_t)all[from] & 0xc0) == 0x80)
+			from++;
+		snprintf(out, len, "...%s", all + from);
+	} else {
+		snprintf(out, len, "%s", all);
+	}
+	free(all);
 }

@@ -107,9 +107,10 @@ int maro_reply_failure_say(const struct maro_msg *m, char *out, size_t len);
 int maro_reply_error_final(struct maro_str error);
 /*
  * A peer's text s, safe to print on a terminal or to put in one line of a
- * log, in out (len bytes, NUL-terminated, cut on a character when it does
- * not fit): a line break as "\n", a tab as "\t", every other control
- * character (C0, DEL, C1) as "\xNN"; the rest (UTF-8) as it is.
+ * log, in out (len bytes, NUL-terminated): a line break as "\n", a tab as
+ * "\t", every other control character (C0, DEL, C1) as "\xNN"; the rest
+ * (UTF-8) as it is.  When it does not fit, its end after "...", cut on a
+ * character: the last lines of a standard error say the most.
  */
 void maro_reply_escape(struct maro_str s, char *out, size_t len);
 
