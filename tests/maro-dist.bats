@@ -125,6 +125,16 @@ start_collector() {
 	assert_output r2
 }
 
+@test "a CBOR coprocess fails a task with a reply that carries 'error': a failed attempt toward --retries" {
+	bg 60 maro-dist -n worker.1 --co '*:t:1' \
+		'maro-msg reply -d "no lens there" | maro-msg -f json | jq -c --unbuffered ".error = \"failed\"" | maro-msg -i json'
+	maro-peers -e worker=1 -W 10s -q
+	run -3 --separate-stderr timeout 30 maro-send -p worker.1 -t t -d x -W 20s
+	[[ "$stderr" == "maro-send: 'worker.1' failed the task in session "*": no lens there" ]]
+	run -3 --separate-stderr timeout 30 sh -c 'echo 1 | maro-scatter -P worker -t t --retries 2 -W 20s'
+	[[ "$stderr" == *"line 1 of the input given up after 2 failed attempts ('worker.1': no lens there): payload \"1\""* ]]
+}
+
 @test "--fail-prefix: a --raw coprocess fails one task on purpose; --retries counts it, the others are answered" {
 	run -2 maro-dist -n worker.1 --fail-prefix 'ERR ' --co '*:j:1' cat
 	assert_output --partial "--fail-prefix goes with --raw"
