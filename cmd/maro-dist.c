@@ -9,8 +9,9 @@
  *   --on EVENT --exit  leave the loop
  *
  * Triggering messages are acknowledged when their handler succeeded (a run
- * exited 0; a coprocess answered them).  A failed run leaves them
- * unacknowledged: their senders send them again, and the handler runs again.
+ * exited 0; a coprocess answered them), or failed them: a failed run
+ * answers its task requests with failure replies (its exit status or
+ * signal, the tail of its stderr), and its notifications are only said.
  *
  *   --bundle NAME      first get the bundle NAME serves; handlers run in it
  *   --serve-bundle DIR answer bundle requests with DIR, packed (lib/bundle.h)
@@ -31,7 +32,7 @@
 /* for replies already queued when a signal stops us: with MARO_HANDLER_GRACE_US, within maro(7)'s 2.5 s */
 #define SIGNAL_GRACE_US 2000000
 
-enum { OPT_ON = 256, OPT_CO, OPT_EXIT, OPT_RAW, OPT_JSON_LINES, OPT_BUNDLE, OPT_SERVE, OPT_CLEAR };
+enum { OPT_ON = 256, OPT_CO, OPT_EXIT, OPT_RAW, OPT_JSON_LINES, OPT_FAIL_PREFIX, OPT_BUNDLE, OPT_SERVE, OPT_CLEAR };
 
 static const char *const synopsis[] = { "(--on EVENT CMD | --co EVENT CMD | --on EVENT --exit)...", NULL };
 
@@ -39,6 +40,8 @@ static const struct maro_opt opts[] = {
 	{ "raw", 0, NULL, "handlers read payload lines and write reply lines", NULL, OPT_RAW, 0, 0 },
 	{ "json-lines", 0, NULL, "with --raw: each reply line is a JSON value, the payload", NULL,
 	    OPT_JSON_LINES, 0, 0 },
+	{ "fail-prefix", 0, "STR", "with --raw: a reply line starting with STR fails its task", NULL,
+	    OPT_FAIL_PREFIX, 0, 0 },
 	{ "on", 0, "EVENT CMD", "when EVENT holds, run CMD (sh -c) on the messages", NULL, OPT_ON,
 	    MARO_OPT_REPEAT | MARO_OPT_IN_FORM, 0 },
 	{ "co", 0, "EVENT CMD", "one long-lived CMD fed every trigger of EVENT", NULL, OPT_CO,
@@ -123,6 +126,11 @@ note(void *arg, const struct maro_handler_note *n)
 		maro_warn("a handler's line for session %.*s is not JSON (%s): failure reply sent",
 		    (int)m->session_id.n, m->session_id.p ? m->session_id.p : "", n->err->msg);
 		break;
+	case MARO_HANDLER_OUTPUT_HELD:
+		maro_warn("handler for '%s' ended, but a process it left running holds its standard output "
+		    "open: going on with the %llu bytes it wrote (start a background command with its output "
+		    "elsewhere: cmd > /dev/null 2>&1 &)", text, (unsigned long long)n->offset);
+		break;
 	case MARO_HANDLER_NOT_TEXT:
 		maro_warn("a handler's line for session %.*s is not valid UTF-8 text: no reply",
 		    (int)m->session_id.n, m->session_id.p ? m->session_id.p : "");
@@ -149,6 +157,7 @@ run_once(struct dist *d, struct maro_handler_entry *h)
 {
 	enum maro_handler_end end;
 	struct maro_err err;
+	char how[128];
 	int wstatus;
 
 	if (maro_handler_run(&d->x, &h->run, d->hold.take, &end, &wstatus, &err) < 0)
@@ -156,16 +165,23 @@ run_once(struct dist *d, struct maro_handler_entry *h)
 	d->runs++;
 	if (end == MARO_HANDLER_STOPPED)
 		maro_info("handler for '%s' stopped by the signal: its messages stay unacknowledged", h->run.text);
+	if (end != MARO_HANDLER_OVER && end != MARO_HANDLER_FAILED)
+		return;
+	d->failures++;
 	if (end == MARO_HANDLER_OVER)
-		maro_warn("handler for '%s' wrote more than %zu bytes (--max-size): stopped, "
-		    "its messages stay unacknowledged", h->run.text, d->c->limits.max_item);
-	else if (end == MARO_HANDLER_FAILED && WIFEXITED(wstatus))
-		maro_warn("handler for '%s' exited %d: its messages stay unacknowledged",
-		    h->run.text, WEXITSTATUS(wstatus));
-	else if (end == MARO_HANDLER_FAILED)
-		maro_warn("handler for '%s' killed by signal %d: its messages stay unacknowledged",
-		    h->run.text, WTERMSIG(wstatus));
-	d->failures += end == MARO_HANDLER_OVER || end == MARO_HANDLER_FAILED;
+		snprintf(how, sizeof how, "wrote more than %zu bytes (--max-size): stopped", d->c->limits.max_item);
+	else if (WIFEXITED(wstatus))
+		snprintf(how, sizeof how, "exited %d", WEXITSTATUS(wstatus));
+	else
+		snprintf(how, sizeof how, "killed by SIG%s", sigabbrev_np(WTERMSIG(wstatus)) ?
+		    sigabbrev_np(WTERMSIG(wstatus)) : "?");
+	/* a notification has no one to answer: it is said here, and acknowledged */
+	if (d->x.failed_requests || !d->x.failed_notes)
+		maro_warn("handler for '%s' %s: %zu task request%s answered with a failure reply", h->run.text,
+		    how, d->x.failed_requests, d->x.failed_requests == 1 ? "" : "s");
+	if (d->x.failed_notes)
+		maro_warn("handler for '%s' %s: %zu notification%s acknowledged, not handled", h->run.text,
+		    how, d->x.failed_notes, d->x.failed_notes == 1 ? "" : "s");
 }
 
 /* Tries every handler in order; runs the first whose event holds.  1 when the loop must end. */
@@ -228,6 +244,11 @@ own(void *arg, int key, char *val)
 	switch (key) {
 	case OPT_RAW: d->x.raw = 1; return;
 	case OPT_JSON_LINES: d->x.json_lines = 1; return;
+	case OPT_FAIL_PREFIX:
+		if (!*val || strchr(val, '\n'))
+			maro_usage_error("--fail-prefix must be one line, not empty");
+		d->x.fail_prefix = val;
+		return;
 	case OPT_BUNDLE: d->from = val; return;
 	case OPT_SERVE: d->serve = val; return;
 	case OPT_CLEAR:
@@ -275,6 +296,8 @@ main(int argc, char **argv)
 		maro_usage_error("no handler (--on EVENT CMD or --co EVENT CMD) and no --serve-bundle");
 	if (d.x.json_lines && !d.x.raw)
 		maro_usage_error("--json-lines goes with --raw");
+	if (d.x.fail_prefix && !d.x.raw)
+		maro_usage_error("--fail-prefix goes with --raw");
 	d.x.name = cm.name;
 	d.x.registry = cm.co.registry_url ? cm.co.registry_url : getenv("MARO_REGISTRY");
 	d.x.keyfile = cm.co.keyfile;

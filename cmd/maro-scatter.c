@@ -65,6 +65,9 @@ struct scatter {
 	int input_status;	/* the input's exit status, unless worse happens */
 	int64_t progress_every;	/* --progress: a line this often (us), whatever stderr is; 0: off */
 	int64_t next_progress;
+	int64_t drawn_at;	/* the live line's last redraw */
+	size_t last_done;	/* tasks finished at the last look, and since when */
+	int64_t last_done_at;
 	const char *failed_path;
 	struct maro_writer failed_w;	/* --failed: the requests given up (fd -1: none) */
 	const char *log_path;
@@ -139,9 +142,12 @@ left(void *arg, const char *peer, unsigned n)
 	    n == 1 ? "" : "s");
 }
 
+/* a live line is redrawn at most this often: a terminal is not a log */
+#define REDRAW_US 100000
+
 /*
- * Progress on standard error: on a terminal a live line, redrawn; with
- * --progress a line every so often, for a log.
+ * Progress on standard error: on a terminal a live line, redrawn at most
+ * every REDRAW_US; with --progress a line every so often, for a log.
  */
 static void
 progress(struct scatter *s, int final)
@@ -150,12 +156,19 @@ progress(struct scatter *s, int final)
 	int line = s->progress_every && (final || now >= s->next_progress);
 	char text[256];
 
+	if (s->sc.q.ndone != s->last_done) {
+		s->last_done = s->sc.q.ndone;
+		s->last_done_at = now;
+	}
 	if (s->quiet || (!s->tty && !line))
 		return;
-	maro_workq_progress(&s->sc.q, (double)(now - s->started) / 1e6, s->sc.input_done, text,
-	    sizeof text);
+	if (s->tty && !s->progress_every && !final && now - s->drawn_at < REDRAW_US)
+		return;
+	maro_workq_progress(&s->sc.q, (double)(now - s->started) / 1e6,
+	    (double)(now - s->last_done_at) / 1e6, s->sc.input_done, text, sizeof text);
 	if (s->tty && !s->progress_every) {
 		fprintf(stderr, "\r%s: %s\033[K%s", maro_progname, text, final ? "\n" : "");
+		s->drawn_at = now;
 		return;
 	}
 	if (!line)
@@ -178,6 +191,24 @@ say_missing(struct scatter *s)
 			    PLACE(s, t->seq), maro_scatter_payload(t, &b));
 		maro_buf_free(&b);
 	}
+}
+
+/*
+ * A signal: one line for the run, not one per task read ahead (those
+ * open are named under -v), and how to go on when a job log has it.
+ */
+static void
+say_interrupted(struct scatter *s)
+{
+	size_t open, waiting;
+
+	maro_scatter_unfinished(&s->sc, &open, &waiting);
+	maro_warn("interrupted: %zu of %zu%s tasks done, %zu given up, %zu open, %zu not sent",
+	    s->sc.q.ndone - s->sc.q.nfailed, s->sc.q.ntasks, s->sc.input_done ? "" : "+", s->sc.q.nfailed,
+	    open, waiting);
+	if (s->log.fd >= 0)
+		maro_warn("job log '%s' has the tasks that ended: the same command, on the same input, "
+		    "with --resume does the rest", s->log_path);
 }
 
 static void
@@ -276,6 +307,7 @@ main(int argc, char **argv)
 	maro_reader_init(&s.r, STDIN_FILENO, &sc->c->limits);
 	s.started = maro_now_us();
 	s.next_progress = s.started + s.progress_every;
+	s.last_done_at = s.started;
 	next_hb = maro_tool_next_beat(sc->c, s.started);
 
 	for (;;) {
@@ -322,6 +354,9 @@ main(int argc, char **argv)
 		wake = maro_scatter_wake(sc, deadline < next_hb ? deadline : next_hb);
 		if (s.progress_every && s.next_progress < wake)
 			wake = s.next_progress;
+		/* the live line: what changed since its last redraw, shown within REDRAW_US */
+		if (s.tty && !s.quiet && !s.progress_every && s.drawn_at + REDRAW_US < wake)
+			wake = s.drawn_at + REDRAW_US;
 		ms = maro_wait_ms(wake);
 		/* something moved: go round again before sleeping */
 		if (ms < 0 || moved)
@@ -335,7 +370,9 @@ main(int argc, char **argv)
 	if (status == MARO_EXIT_TIMEOUT || maro_signal) {
 		size_t missing = maro_scatter_missing(sc);
 
-		if (!sc->async)
+		if (maro_signal && !s.quiet)
+			say_interrupted(&s);
+		if (!sc->async && (!maro_signal || maro_verbose))
 			say_missing(&s);
 		/* --ordered: the replies held behind the holes say_missing named */
 		if (sc->q.ordered) {

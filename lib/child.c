@@ -32,7 +32,8 @@ child(const struct maro_child_spec *s, pid_t parent, int report)
 		_exit(127);
 	fd = s->in_fd >= 0 ? s->in_fd : open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (fd < 0 || dup2(fd, STDIN_FILENO) < 0 ||
-	    (s->out_fd >= 0 && dup2(s->out_fd, STDOUT_FILENO) < 0))
+	    (s->out_fd >= 0 && dup2(s->out_fd, STDOUT_FILENO) < 0) ||
+	    (s->err_fd >= 0 && dup2(s->err_fd, STDERR_FILENO) < 0))
 		_exit(126);
 	if ((s->cpus && sched_setaffinity(0, sizeof *s->cpus, s->cpus) < 0) || (s->dir && chdir(s->dir) < 0)) {
 		err = errno;

@@ -22,6 +22,7 @@ struct maro_child_spec {
 	int out_fd;			/* its standard output; -1: this process's */
 	const cpu_set_t *cpus;		/* the CPUs it may run on; NULL: any */
 	const char *dir;		/* its working directory; NULL: this process's */
+	int err_fd;			/* its standard error; -1: this process's */
 };
 
 /*

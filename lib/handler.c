@@ -65,12 +65,15 @@ out:
 	return rc;
 }
 
-/* sh -c CMD with stdin from in_fd and stdout to out_fd.  Its pid, or -1 (why in err). */
+/*
+ * sh -c CMD with stdin from in_fd, stdout to out_fd and stderr to err_fd
+ * (-1: ours).  Its pid, or -1 (why in err).
+ */
 static pid_t
-spawn(struct maro_handler *h, int in_fd, int out_fd, struct maro_err *err)
+spawn(struct maro_handler *h, int in_fd, int out_fd, int err_fd, struct maro_err *err)
 {
 	char *argv[] = { "sh", "-c", (char *)h->cmd, NULL };
-	struct maro_child_spec cs = { "/bin/sh", argv, h->env, in_fd, out_fd, NULL, h->dir };
+	struct maro_child_spec cs = { "/bin/sh", argv, h->env, in_fd, out_fd, NULL, h->dir, err_fd };
 	pid_t pid = maro_child_spawn(&cs);
 
 	if (pid < 0)
@@ -288,14 +291,49 @@ maro_handler_bundle(struct maro_handler_host *x, struct maro_bundle_srv *s, cons
 	return maro_handler_answer(x, dl, "no bundle", why, strlen(why));
 }
 
-/* The reply to request req (decoded) with a payload line from a raw handler.  As send_msg. */
+/* Answers request req (decoded) with a "failed" failure reply of text (valid UTF-8).  As send_msg. */
+static int
+fail_request(struct maro_handler_host *x, const struct maro_msg *req, const char *text)
+{
+	struct maro_msg m;
+	char id[MARO_UUID_LEN + 1];
+
+	memcpy(&m, req, offsetof(struct maro_msg, extra));
+	memcpy(m.extra, req->extra, req->nextra * sizeof req->extra[0]);
+	if (maro_reply_failure(&m, x->name, id, MARO_REPLY_FAILED, text, &x->reply) < 0)
+		return -1;
+	maro_stats.tasks_failed++;
+	return send_msg(x, &m);
+}
+
+/*
+ * The reply to request req (decoded) with a payload line from a raw
+ * handler; a line that starts with x->fail_prefix fails it instead (the
+ * rest of the line, text, its reason).  As send_msg.
+ */
 static int
 route_raw(struct maro_handler_host *x, const struct maro_msg *req, const char *line, size_t len)
 {
 	struct maro_handler_note n = { .what = MARO_HANDLER_NOT_TEXT, .m = req };
 	struct maro_msg m;
 	char id[MARO_UUID_LEN + 1];
+	size_t fp = x->fail_prefix ? strlen(x->fail_prefix) : 0;
 
+	if (fp && len >= fp && !memcmp(line, x->fail_prefix, fp)) {
+		char *text = strndup(line + fp, len - fp);
+		int rc;
+
+		if (!text)
+			return -1;
+		if (!maro_utf8_valid(text, strlen(text))) {
+			note(x, &n);
+			free(text);
+			return -1;
+		}
+		rc = fail_request(x, req, *text ? text : "failed by the handler");
+		free(text);
+		return rc;
+	}
 	/* its unknown keys go back too: copy those there are, not all 32 slots */
 	memcpy(&m, req, offsetof(struct maro_msg, extra));
 	memcpy(m.extra, req->extra, req->nextra * sizeof req->extra[0]);
@@ -343,24 +381,100 @@ wait_end(struct maro_handler_host *x, pid_t pid)
 	}
 }
 
+/* Keeps the last MARO_HANDLER_TAIL bytes of what a run wrote on its standard error. */
+static int
+keep_tail(struct maro_buf *tail, const uint8_t *p, size_t n)
+{
+	if (n > MARO_HANDLER_TAIL) {
+		p += n - MARO_HANDLER_TAIL;
+		n = MARO_HANDLER_TAIL;
+	}
+	if (tail->len + n > 2 * MARO_HANDLER_TAIL) {
+		memmove(tail->p, tail->p + tail->len - MARO_HANDLER_TAIL, MARO_HANDLER_TAIL);
+		tail->len = MARO_HANDLER_TAIL;
+	}
+	return maro_buf_append(tail, p, n);
+}
+
 /*
- * Reads a run's output to its end, heartbeating while it works, at most
- * max bytes of it; a signal stops the reading.  1 when it wrote more.
+ * A run's standard error: passed on to ours as it comes (it is the user's
+ * own program speaking), its tail kept for a failure reply.  1 when it
+ * read some, 2 when there was none to read, 0 at its end, -1 when out of
+ * memory.
  */
 static int
-read_all(struct maro_handler_host *x, int fd, struct maro_buf *out, size_t max)
+read_err(int fd, struct maro_buf *tail)
 {
+	uint8_t b[4096];
+	ssize_t n = read(fd, b, sizeof b);
+
+	if (n < 0)
+		return errno == EINTR || errno == EAGAIN ? 2 : 0;
+	if (n == 0)
+		return 0;
+	for (ssize_t k = 0, w; k < n; k += w)
+		if ((w = write(STDERR_FILENO, b + k, (size_t)(n - k))) <= 0)
+			break;
+	return keep_tail(tail, b, (size_t)n) < 0 ? -1 : 1;
+}
+
+/* Has pid ended?  It stays to be reaped (WNOWAIT). */
+static int
+ended(pid_t pid)
+{
+	siginfo_t si;
+
+	memset(&si, 0, sizeof si);
+	return waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid;
+}
+
+/*
+ * Reads the output of run h (pid) to its end, heartbeating while it
+ * works, at most max bytes of it, and its standard error (*errfd, set to
+ * -1 at its end: read_err); a signal stops the reading.  Its end is also
+ * MARO_HANDLER_HELD_US after pid ended with its output still open: a
+ * process it left in the background holds it (noted).  1 when it wrote
+ * more.
+ */
+static int
+read_all(struct maro_handler_host *x, struct maro_handler *h, pid_t pid, int fd, int *errfd,
+    struct maro_buf *tail, struct maro_buf *out, size_t max)
+{
+	int64_t now, beat_at = maro_now_us(), look_at = 0, ended_at = 0;
+
 	for (;;) {
-		struct pollfd pfd = { fd, POLLIN, 0 };
+		struct pollfd pfd[2] = { { fd, POLLIN, 0 }, { *errfd, POLLIN, 0 } };
 		ssize_t n;
 		int k;
 
 		if (maro_signal)
 			return 0;
-		k = poll(&pfd, 1, 1000);
-		if (k == 0)
+		k = poll(pfd, *errfd >= 0 ? 2 : 1, 250);
+		now = maro_now_us();
+		if (k == 0 && now - beat_at >= 1000000) {
 			x->beat(x->arg, 1);
+			beat_at = now;
+		}
+		if (now >= look_at) {
+			look_at = now + 250000;
+			if (!ended_at && ended(pid))
+				ended_at = now;
+			if (ended_at && now - ended_at >= MARO_HANDLER_HELD_US) {
+				note_err(x, h, MARO_HANDLER_OUTPUT_HELD, out->len, NULL);
+				return 0;
+			}
+		}
 		if (k <= 0)
+			continue;
+		if (*errfd >= 0 && pfd[1].revents) {
+			if ((k = read_err(*errfd, tail)) < 0)
+				return -1;
+			if (k == 0) {
+				close(*errfd);
+				*errfd = -1;
+			}
+		}
+		if (!pfd[0].revents)
 			continue;
 		if (out->len >= max)
 			return 1;
@@ -375,13 +489,71 @@ read_all(struct maro_handler_host *x, int fd, struct maro_buf *out, size_t max)
 	}
 }
 
+/*
+ * The text of a failure reply, in out: how the run ended ("exited 1",
+ * "killed by SIGKILL", "wrote more than N bytes") and the end of its
+ * standard error, from a line's start when one is there, as valid UTF-8
+ * (a byte that is not, or a NUL, as '?'): what goes on the wire is not
+ * escaped; those who print it are.
+ */
+static int
+failure_text(struct maro_buf *out, int wstatus, int over, size_t max, struct maro_buf *tail)
+{
+	uint8_t *p = tail->p;
+	size_t n = tail->len, i;
+	const char *sig;
+	int rc;
+
+	if (over)
+		rc = maro_buf_printf(out, "wrote more than %zu bytes (--max-size)", max);
+	else if (WIFEXITED(wstatus))
+		rc = maro_buf_printf(out, "exited %d", WEXITSTATUS(wstatus));
+	else if (WIFSIGNALED(wstatus) && (sig = sigabbrev_np(WTERMSIG(wstatus))))
+		rc = maro_buf_printf(out, "killed by SIG%s", sig);
+	else
+		rc = maro_buf_printf(out, "ended (status 0x%x)", wstatus);
+	if (rc < 0)
+		return -1;
+	if (n > MARO_HANDLER_TAIL) {
+		uint8_t *nl;
+
+		p += n - MARO_HANDLER_TAIL;
+		n = MARO_HANDLER_TAIL;
+		if ((nl = memchr(p, '\n', n)) && nl + 1 < p + n) {
+			n -= (size_t)(nl + 1 - p);
+			p = nl + 1;
+		}
+	}
+	while (n && (p[n - 1] == '\n' || p[n - 1] == '\r'))
+		n--;
+	if (!n)
+		return maro_buf_append(out, "", 1);
+	if (maro_buf_puts(out, ": ") < 0)
+		return -1;
+	for (i = 0; i < n;) {
+		size_t len = p[i] < 0x80 ? 1 : (p[i] & 0xe0) == 0xc0 ? 2 : (p[i] & 0xf0) == 0xe0 ? 3 :
+		    (p[i] & 0xf8) == 0xf0 ? 4 : 0;
+
+		if (!len || i + len > n || !maro_utf8_valid(p + i, len) || !p[i]) {
+			if (maro_buf_append(out, "?", 1) < 0)
+				return -1;
+			i++;
+			continue;
+		}
+		if (maro_buf_append(out, p + i, len) < 0)
+			return -1;
+		i += len;
+	}
+	return maro_buf_append(out, "", 1);
+}
+
 /* Sends what a run wrote, the replies to the messages fed.  1 when one was not sent. */
 static int
 send_run(struct maro_handler_host *x, struct maro_handler *h, const unsigned char *fed,
     const struct maro_buf *out)
 {
 	struct maro_hold *hd = x->hold;
-	int unsent = 0;
+	int unsent = 0, few = 0;
 	size_t i;
 
 	if (x->raw) {
@@ -393,8 +565,12 @@ send_run(struct maro_handler_host *x, struct maro_handler *h, const unsigned cha
 			if (!fed[i] || !is_request(&hd->msg[i].msg))
 				continue;
 			if (line >= end) {
-				note_err(x, h, MARO_HANDLER_FEW_LINES, 0, NULL);
-				break;
+				/* said once; each request left gets an answer all the same */
+				if (!few++)
+					note_err(x, h, MARO_HANDLER_FEW_LINES, 0, NULL);
+				if (fail_request(x, &hd->msg[i].msg, "the handler wrote no line for it") < 0)
+					unsent = 1;
+				continue;
 			}
 			nl = memchr(line, '\n', (size_t)(end - line));
 			if (!nl)
@@ -420,20 +596,55 @@ send_run(struct maro_handler_host *x, struct maro_handler *h, const unsigned cha
 	return unsent;
 }
 
+/*
+ * A run that failed (wstatus, or over: it wrote too much): each task
+ * request fed answered with a failure reply (failure_text) and
+ * acknowledged; each notification acknowledged, having no one to answer
+ * (the tool says so).  Counted in x->failed_requests, x->failed_notes.
+ */
+static int
+fail_run(struct maro_handler_host *x, const unsigned char *fed, int wstatus, int over,
+    struct maro_buf *tail)
+{
+	struct maro_hold *hd = x->hold;
+	struct maro_buf text = { 0 };
+	size_t i;
+
+	if (failure_text(&text, wstatus, over, x->c->limits.max_item, tail) < 0)
+		return -1;
+	for (i = 0; i < hd->n; i++) {
+		if (!fed[i])
+			continue;
+		if (is_request(&hd->msg[i].msg)) {
+			/* a signal while it waited: it stays with its sender */
+			if (fail_request(x, &hd->msg[i].msg, (const char *)text.p) < 0)
+				continue;
+			x->failed_requests++;
+		} else {
+			x->failed_notes++;
+			maro_stats.tasks_failed++;
+		}
+		maro_hold_ack(hd, x->ib, i);
+	}
+	maro_buf_free(&text);
+	return 0;
+}
+
 int
 maro_handler_run(struct maro_handler_host *x, struct maro_handler *h, const unsigned char *take,
     enum maro_handler_end *end, int *wstatus, struct maro_err *err)
 {
 	struct maro_hold *hd = x->hold;
 	unsigned char *fed;	/* take, but for those refused (input) */
-	struct maro_buf in = { 0 }, out = { 0 };
-	int infd = -1, pipefd[2] = { -1, -1 }, rc = -1, over;
+	struct maro_buf in = { 0 }, out = { 0 }, tail = { 0 };
+	int infd = -1, pipefd[2] = { -1, -1 }, errp[2] = { -1, -1 }, rc = -1, over;
 	size_t i, nfed = 0, max = x->c->limits.max_item;
 	pid_t pid;
 	const char *tmp = getenv("TMPDIR");
 	char *path = NULL;
 
 	err->msg[0] = '\0';
+	x->failed_requests = x->failed_notes = 0;
 	if (!(fed = malloc(hd->n + 1)))
 		goto nomem;
 	for (i = 0; i < hd->n; i++) {
@@ -449,7 +660,7 @@ maro_handler_run(struct maro_handler_host *x, struct maro_handler *h, const unsi
 		goto nomem;
 	}
 	infd = mkostemp(path, O_CLOEXEC);
-	if (infd < 0 || pipe2(pipefd, O_CLOEXEC) < 0) {
+	if (infd < 0 || pipe2(pipefd, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
 		snprintf(err->msg, sizeof err->msg, "cannot set up a handler in '%s': %s", path, strerror(errno));
 		goto out;
 	}
@@ -458,12 +669,13 @@ maro_handler_run(struct maro_handler_host *x, struct maro_handler *h, const unsi
 		snprintf(err->msg, sizeof err->msg, "cannot set up a handler: %s", strerror(errno));
 		goto out;
 	}
-	if ((pid = spawn(h, infd, pipefd[1], err)) < 0)
+	if ((pid = spawn(h, infd, pipefd[1], errp[1], err)) < 0)
 		goto out;
 	close(infd);
 	close(pipefd[1]);
-	infd = pipefd[1] = -1;
-	over = read_all(x, pipefd[0], &out, max);
+	close(errp[1]);
+	infd = pipefd[1] = errp[1] = -1;
+	over = read_all(x, h, pid, pipefd[0], &errp[0], &tail, &out, max);
 	close(pipefd[0]);
 	pipefd[0] = -1;
 	if (over < 0) {
@@ -471,6 +683,14 @@ maro_handler_run(struct maro_handler_host *x, struct maro_handler *h, const unsi
 		goto nomem;
 	}
 	*wstatus = over ? maro_child_stop(pid, MARO_HANDLER_GRACE_US) : wait_end(x, pid);
+	/* what it wrote on its way out; not what a child it left behind may write later */
+	if (errp[0] >= 0) {
+		fcntl(errp[0], F_SETFL, O_NONBLOCK);
+		while ((rc = read_err(errp[0], &tail)) == 1)
+			;
+		if (rc < 0)
+			goto nomem;
+	}
 	rc = 0;
 	if (maro_signal)
 		*end = MARO_HANDLER_STOPPED;
@@ -487,10 +707,12 @@ maro_handler_run(struct maro_handler_host *x, struct maro_handler *h, const unsi
 				maro_hold_ack(hd, x->ib, i);
 		maro_stats.tasks_done += nfed;
 	}
-	if (*end == MARO_HANDLER_FAILED || *end == MARO_HANDLER_OVER)
-		maro_stats.tasks_failed += nfed;
+	if ((*end == MARO_HANDLER_FAILED || *end == MARO_HANDLER_OVER) &&
+	    fail_run(x, fed, *wstatus, over, &tail) < 0)
+		goto nomem;
 	goto out;
 nomem:
+	rc = -1;
 	snprintf(err->msg, sizeof err->msg, "out of memory");
 out:
 	maro_stats.tasks_inflight -= nfed;
@@ -500,10 +722,15 @@ out:
 		close(pipefd[0]);
 	if (pipefd[1] >= 0)
 		close(pipefd[1]);
+	if (errp[0] >= 0)
+		close(errp[0]);
+	if (errp[1] >= 0)
+		close(errp[1]);
 	free(path);
 	free(fed);
 	maro_buf_free(&in);
 	maro_buf_free(&out);
+	maro_buf_free(&tail);
 	return rc;
 }
 
@@ -516,7 +743,7 @@ maro_handler_co_start(struct maro_handler_host *x, struct maro_handler *h, struc
 		snprintf(err->msg, sizeof err->msg, "pipe: %s", strerror(errno));
 		return -1;
 	}
-	h->pid = spawn(h, to[0], from[1], err);
+	h->pid = spawn(h, to[0], from[1], -1, err);
 	if (h->pid < 0)
 		return -1;
 	close(to[0]);

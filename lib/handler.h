@@ -11,7 +11,12 @@
  *
  *   run    once per trigger: its input from a file, its output read to
  *          its end; the messages are acknowledged when it exited 0 and
- *          every reply was queued
+ *          every reply was queued.  One that failed (exited non-zero,
+ *          was killed, wrote too much) answers each task request with a
+ *          "failed" failure reply (reply.h: how it ended and the tail of
+ *          its standard error, which is passed on to ours as it comes)
+ *          and acknowledges it; a notification it failed is acknowledged
+ *          (there is no one to answer: the tool says it)
  *   co     one long-lived process fed every trigger; each request waits
  *          for its answer, and is acknowledged when that went out
  *
@@ -37,6 +42,10 @@
 
 /* a handler's process group, after SIGTERM, before SIGKILL */
 #define MARO_HANDLER_GRACE_US 500000
+/* a run ended this long with its output still open: what it left in the background holds it */
+#define MARO_HANDLER_HELD_US 1000000
+/* the end of a failed run's standard error a failure reply carries, at most (bytes) */
+#define MARO_HANDLER_TAIL 512
 /* a coprocess owing answers and silent this long may be buffering them */
 #define MARO_HANDLER_SILENT_US 5000000
 
@@ -53,6 +62,7 @@ enum maro_handler_what {
 	MARO_HANDLER_MALFORMED,	/* err: what it wrote is not a message */
 	MARO_HANDLER_NOT_TEXT,	/* m (the request): a raw line not UTF-8: no reply */
 	MARO_HANDLER_NOT_JSON,	/* m (the request), err: json_lines: a line not JSON: a failure reply */
+	MARO_HANDLER_OUTPUT_HELD,	/* offset (bytes read): a run ended, a process it left holds its output */
 };
 
 struct maro_handler;
@@ -79,11 +89,13 @@ struct maro_handler_host {
 	const char *dir;		/* their working directory (a bundle's), or NULL */
 	int raw;
 	int json_lines;			/* raw: each reply line is a JSON value, the reply's payload */
+	const char *fail_prefix;	/* raw: a reply line starting so fails its request (the rest: why); or NULL */
 	void (*note)(void *arg, const struct maro_handler_note *n);
 	/* while a run works: now set after a second of silence, else when due */
 	void (*beat)(void *arg, int now);
 	void *arg;
 	size_t unsent;			/* replies given up on when a signal came */
+	size_t failed_requests, failed_notes;	/* of the last run that failed: answered, acknowledged */
 	struct maro_buf reply;		/* a raw reply's payload */
 };
 
@@ -114,8 +126,8 @@ struct maro_handler {
 enum maro_handler_end {
 	MARO_HANDLER_DONE,	/* exited 0: its messages acknowledged, unless a reply was not sent */
 	MARO_HANDLER_STOPPED,	/* by a signal (maro_signal) */
-	MARO_HANDLER_OVER,	/* wrote more than max_item: stopped */
-	MARO_HANDLER_FAILED,	/* exited non-zero or was killed: wstatus */
+	MARO_HANDLER_OVER,	/* wrote more than max_item: stopped; its messages answered as failed */
+	MARO_HANDLER_FAILED,	/* exited non-zero or was killed: wstatus; its messages answered as failed */
 };
 
 /*

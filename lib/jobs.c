@@ -289,7 +289,7 @@ out:
 int
 maro_jobs_start(struct maro_job *j, char **env)
 {
-	struct maro_child_spec cs = { NULL, NULL, NULL, -1, -1, NULL, NULL };
+	struct maro_child_spec cs = { NULL, NULL, NULL, -1, -1, NULL, NULL, -1 };
 	pid_t pid;
 
 	cs.argv = j->t->argv;

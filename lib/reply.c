@@ -256,7 +256,7 @@ maro_reply_failure_say(const struct maro_msg *m, char *out, size_t len)
 {
 	struct maro_str error, text;
 	const char *src = m->source.p ? m->source.p : "";
-	int srcn = (int)m->source.n;
+	int srcn = (int)m->source.n, k;
 
 	if (!maro_reply_error(m, &error, &text))
 		return 0;
@@ -264,7 +264,54 @@ maro_reply_failure_say(const struct maro_msg *m, char *out, size_t len)
 		snprintf(out, len, "'%.*s' has no handler for tag '%.*s'", srcn, src, (int)m->tag.n, m->tag.p);
 		return 2;
 	}
-	snprintf(out, len, "'%.*s' failed the task in session %.*s: %.*s", srcn, src,
-	    (int)m->session_id.n, m->session_id.p ? m->session_id.p : "", (int)text.n, text.p);
+	k = snprintf(out, len, "'%.*s' failed the task in session %.*s: ", srcn, src,
+	    (int)m->session_id.n, m->session_id.p ? m->session_id.p : "");
+	if (k >= 0 && (size_t)k < len)
+		maro_reply_escape(text, out + k, len - (size_t)k);
 	return 1;
+}
+
+int
+maro_reply_error_final(struct maro_str error)
+{
+	return maro_str_eq(error, MARO_REPLY_NO_HANDLER) || maro_str_eq(error, MARO_REPLY_NOT_JSON);
+}
+
+void
+maro_reply_escape(struct maro_str s, char *out, size_t len)
+{
+	const uint8_t *p = (const uint8_t *)s.p;
+	size_t i, k = 0, cap = s.n * 4 + 1, from;
+	char *all;
+
+	if (!len)
+		return;
+	if (!(all = malloc(cap))) {
+		*out = '\0';
+		return;
+	}
+	for (i = 0; i < s.n; i++) {
+		if (p[i] == '\n' || p[i] == '\t') {
+			all[k++] = '\\';
+			all[k++] = p[i] == '\n' ? 'n' : 't';
+		} else if (p[i] < 0x20 || p[i] == 0x7f) {
+			k += (size_t)snprintf(all + k, cap - k, "\\x%02x", p[i]);
+		} else if (p[i] == 0xc2 && i + 1 < s.n && p[i + 1] >= 0x80 && p[i + 1] < 0xa0) {
+			/* a C1 control, as UTF-8: some terminals act on it */
+			k += (size_t)snprintf(all + k, cap - k, "\\x%02x", p[++i]);
+		} else {
+			all[k++] = (char)p[i];
+		}
+	}
+	all[k] = '\0';
+	/* too long: its end, which says most (the last lines of a stderr), after "..." */
+	if (k >= len && len > 4) {
+		from = k - (len - 4);
+		while (from < k && ((uint8_t)all[from] & 0xc0) == 0x80)
+			from++;
+		snprintf(out, len, "...%s", all + from);
+	} else {
+		snprintf(out, len, "%s", all);
+	}
+	free(all);
 }

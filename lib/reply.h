@@ -83,6 +83,8 @@ int maro_reply_make(struct maro_reply *rp, struct maro_msg *m, const uint8_t **p
 #define MARO_REPLY_ERROR_KEY "error"
 #define MARO_REPLY_NO_HANDLER "no handler"
 #define MARO_REPLY_NOT_JSON "not JSON"
+/* the handler failed the task: it exited non-zero, was killed, or said so (maro-dist(1)) */
+#define MARO_REPLY_FAILED "failed"
 int maro_reply_failure(struct maro_msg *m, const char *src, char id[MARO_UUID_LEN + 1],
     const char *error, const char *text, struct maro_buf *buf);
 /*
@@ -96,5 +98,20 @@ int maro_reply_error(const struct maro_msg *m, struct maro_str *error, struct ma
  * (1); 0 when m is no failure reply.
  */
 int maro_reply_failure_say(const struct maro_msg *m, char *out, size_t len);
+/*
+ * Is a failure reply of this error final: would another attempt elsewhere
+ * fail the same ("no handler", "not JSON")?  1 when it would; 0 for the
+ * others ("failed" and what other implementations send), which count as a
+ * failed attempt.
+ */
+int maro_reply_error_final(struct maro_str error);
+/*
+ * A peer's text s, safe to print on a terminal or to put in one line of a
+ * log, in out (len bytes, NUL-terminated): a line break as "\n", a tab as
+ * "\t", every other control character (C0, DEL, C1) as "\xNN"; the rest
+ * (UTF-8) as it is.  When it does not fit, its end after "...", cut on a
+ * character: the last lines of a standard error say the most.
+ */
+void maro_reply_escape(struct maro_str s, char *out, size_t len);
 
 #endif

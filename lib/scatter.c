@@ -377,7 +377,7 @@ maro_scatter_dispatch(struct maro_scatter *sc)
 	while (maro_workq_head(&sc->q, &i)) {
 		if (!sc->prefix)
 			p = NO_PEER;
-		else if ((p = maro_workq_pick(&sc->q, sc->async)) == NO_PEER)
+		else if ((p = maro_workq_pick_for(&sc->q, i, sc->async)) == NO_PEER)
 			break;
 		if ((rc = send_task(sc, i, p)) != 0)
 			return rc < 0 ? -1 : moved;	/* 1: that peer's outbox window is full */
@@ -388,27 +388,44 @@ maro_scatter_dispatch(struct maro_scatter *sc)
 }
 
 /*
- * A failure reply (reply.h: no handler, or output the worker could not
- * make a reply of) gives its task (i, open) up at once, whatever --retries
- * says: another attempt would fail the same.  It then takes no other reply.
+ * A failure reply (reply.h) fails an attempt of its task (i, open): one
+ * that another attempt would fail the same (no handler, a line not JSON)
+ * gives it up at once, whatever --retries says; any other (a handler
+ * that exited non-zero, was killed, or failed the task on purpose) counts
+ * toward --retries as a timeout does, and without --retries gives it up
+ * at once: nothing is sent again forever.  The reason goes to the job log,
+ * --failed and the terminal, escaped.  It then takes no other reply.
  * 1 when it was one, 0 when not, -1 with ENOMEM.
  */
 static int
 failure_reply(struct maro_scatter *sc, const struct maro_msg *m, size_t i)
 {
-	struct maro_str error, text;
+	struct maro_str error, text, id;
+	struct maro_workq_task *t;
 	unsigned retries = sc->q.retries;
-	char why[400];
-	int rc;
+	char why[1200], fresh[MARO_UUID_LEN + 1];
+	int rc, k;
 
 	if (!maro_reply_error(m, &error, &text))
 		return 0;
-	snprintf(why, sizeof why, "'%.*s': %.*s", (int)m->source.n, m->source.p ? m->source.p : "",
-	    (int)text.n, text.p);
-	sc->q.retries = 1;
+	k = snprintf(why, sizeof why, "'%.*s': ", (int)m->source.n, m->source.p ? m->source.p : "");
+	maro_reply_escape(text, why + k, sizeof why - (size_t)k);
+	if (maro_reply_error_final(error) || !sc->q.retries)
+		sc->q.retries = 1;
 	rc = maro_workq_fail(&sc->q, i, why);
 	sc->q.retries = retries;
-	return rc < 0 ? -1 : 1;
+	if (rc < 0)
+		return -1;
+	/*
+	 * sent again, it is a new message: the peer that failed it took the
+	 * old one, and would drop it as a duplicate (maro(7), DELIVERY)
+	 */
+	if ((t = maro_workq_task(&sc->q, i)) && !t->done && t->msg &&
+	    maro_msg_text(t->msg, t->n, "message_id", &id) == 1 && id.n == MARO_UUID_LEN) {
+		maro_uuid(fresh);
+		memcpy((char *)id.p, fresh, MARO_UUID_LEN);
+	}
+	return 1;
 }
 
 /*
@@ -486,6 +503,18 @@ size_t
 maro_scatter_missing(const struct maro_scatter *sc)
 {
 	return sc->async ? maro_outbox_pending(sc->ob) : sc->q.ntasks - sc->q.ndone;
+}
+
+void
+maro_scatter_unfinished(const struct maro_scatter *sc, size_t *open, size_t *waiting)
+{
+	*open = *waiting = 0;
+	for (size_t i = maro_workq_first(&sc->q); i < sc->q.ntasks; i++) {
+		const struct maro_workq_task *t = maro_workq_task(&sc->q, i);
+
+		if (t && !t->done)
+			++*(t->sent ? open : waiting);
+	}
 }
 
 int

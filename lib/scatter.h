@@ -115,6 +115,11 @@ int maro_scatter_dispatch(struct maro_scatter *sc);
 int maro_scatter_replies(struct maro_scatter *sc);
 /* Tasks not answered (with async: not delivered). */
 size_t maro_scatter_missing(const struct maro_scatter *sc);
+/*
+ * The tasks not finished, in *open (sent at least once: owed a reply, or
+ * with async an acknowledgement) and *waiting (read ahead, never sent).
+ */
+void maro_scatter_unfinished(const struct maro_scatter *sc, size_t *open, size_t *waiting);
 /* The reply inbox and the outbox's sockets (max at most), in items (room for max + 1): how many. */
 int maro_scatter_pollitems(struct maro_scatter *sc, zmq_pollitem_t *items, int max);
 /*

@@ -195,7 +195,7 @@ maro_workq_add(struct maro_workq *q, const uint8_t *req, size_t n,
 	t->msg = t->req;
 	t->n = n;
 	t->dest = *dest;
-	t->peer = NO_PEER;
+	t->peer = t->failed_at = NO_PEER;
 	memcpy(t->session, session.p, session.n);
 	t->session[session.n] = '\0';
 	t->session_n = session.n;
@@ -252,6 +252,21 @@ maro_workq_pick(struct maro_workq *q, int past_window)
 	if (best != NO_PEER)
 		q->rr = best + 1;
 	return best;
+}
+
+size_t
+maro_workq_pick_for(struct maro_workq *q, size_t i, int past_window)
+{
+	const struct maro_workq_task *t = maro_workq_task(q, i);
+	size_t c;
+
+	/* the second in line is a child of the first in the heap */
+	if (t && t->failed_at != NO_PEER && q->nopen > 1 && q->open[0] == t->failed_at) {
+		c = q->nopen > 2 && before(q, q->open[2], q->open[1]) ? 2 : 1;
+		q->rr = q->open[c] + 1;
+		return q->open[c];
+	}
+	return maro_workq_pick(q, past_window);
 }
 
 void
@@ -376,6 +391,7 @@ maro_workq_fail(struct maro_workq *q, size_t i, const char *why)
 	peer_less(q, t->peer);
 	t->attempts++;
 	if (!q->retries || t->attempts < q->retries) {
+		t->failed_at = t->peer;
 		t->peer = NO_PEER;
 		return enqueue(q, i);
 	}
@@ -523,18 +539,24 @@ say_duration(char *out, size_t len, double secs)
 }
 
 void
-maro_workq_progress(const struct maro_workq *q, double secs, int total_known, char *out,
+maro_workq_progress(const struct maro_workq *q, double secs, double idle, int total_known, char *out,
     size_t len)
 {
 	double rate = secs > 0 ? (double)q->ndone / secs : 0.0;
+	/* the time left when the last task finished, at the rate then */
+	double was_left = secs > idle && q->ndone ? (double)(q->ntasks - q->ndone) * (secs - idle) / (double)q->ndone : 0;
 	char eta[64] = "", left[32], failed[32] = "";
 
-	if (total_known && q->ndone < q->ntasks && rate > 0) {
+	/* stalled: no time left can be told, only how long nothing moved */
+	if (q->ndone && q->ndone < q->ntasks && idle >= 2 && idle >= 2 * was_left) {
+		say_duration(left, sizeof left, idle);
+		snprintf(eta, sizeof eta, ", none finished for %s", left);
+	} else if (total_known && q->ndone < q->ntasks && rate > 0) {
 		say_duration(left, sizeof left, (double)(q->ntasks - q->ndone) / rate);
-		snprintf(eta, sizeof eta, ", %s left", left);
+		snprintf(eta, sizeof eta, ", %s left", strcmp(left, "0s") ? left : "<1s");
 	}
 	if (q->nfailed)
-		snprintf(failed, sizeof failed, " (%zu failed)", q->nfailed);
-	snprintf(out, len, "%zu/%zu%s done%s, %.0f/s%s", q->ndone, q->ntasks, total_known ? "" : "+",
-	    failed, rate, eta);
+		snprintf(failed, sizeof failed, ", %zu given up", q->nfailed);
+	snprintf(out, len, "%zu/%zu%s done%s, %.0f/s%s", q->ndone - q->nfailed, q->ntasks,
+	    total_known ? "" : "+", failed, rate, eta);
 }

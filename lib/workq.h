@@ -42,6 +42,7 @@ struct maro_workq_task {
 	uint64_t session_h;	/* maro_hash64 of session: hashed once, looked up by it twice */
 	uint64_t out_at;	/* the caller's: its place in its peer's window (maro_outbox_settle_at) */
 	size_t peer;		/* where it is in flight, or MARO_WORKQ_NO_PEER; given up: of its last attempt */
+	size_t failed_at;	/* back in the queue: the peer of its failed attempt (or MARO_WORKQ_NO_PEER) */
 	int sent;		/* known by its session and owed a reply: from its first send */
 	int done;		/* answered, or given up */
 	int failed;		/* given up */
@@ -137,6 +138,12 @@ void maro_workq_pop(struct maro_workq *q);
  * (a scatter over a thousand peers), and a task sent or answered log of it.
  */
 size_t maro_workq_pick(struct maro_workq *q, int past_window);
+/*
+ * As maro_workq_pick, for task i: one whose last attempt failed at a peer
+ * (a failure reply, a timeout) goes to another peer below its window when
+ * there is one, to the same one only when it alone has room.
+ */
+size_t maro_workq_pick_for(struct maro_workq *q, size_t i, int past_window);
 /* How maro_workq_pick chooses among the peers below their window (maro_workq_order). */
 enum {
 	MARO_WORKQ_TURNS,	/* fewest tasks in flight, taking turns on ties (the default) */
@@ -223,13 +230,17 @@ int maro_workq_peer_lost(struct maro_workq *q, size_t p, unsigned *inflight);
 int maro_workq_peer_replaced(struct maro_workq *q, size_t p, unsigned *inflight);
 
 /*
- * The progress of a run secs seconds old, for people: "done/total done,
- * rate/s" with the tasks given up, and the time left at that rate once
- * the total is known (total_known; until then the total is the tasks
- * added so far, with a '+').
+ * The progress of a run secs seconds old, for people: "answered/total
+ * done, N given up, rate/s" (the rate of the tasks finished, answered or
+ * given up), and the time left at that rate once the total is known
+ * (total_known; until then the total is the tasks added so far, with a
+ * '+'; under a second "<1s left").  When no task finished for idle
+ * seconds, 2 or more and twice the time that was left (at the rate of
+ * then) when the last one did, no time left is told but "none finished
+ * for 12s": a run stuck on its last tasks is not about to end.
  */
-void maro_workq_progress(const struct maro_workq *q, double secs, int total_known, char *out,
-    size_t len);
+void maro_workq_progress(const struct maro_workq *q, double secs, double idle, int total_known,
+    char *out, size_t len);
 
 /*
  * Ordered output at the end of a run: writes the replies held behind the

@@ -245,7 +245,7 @@ live() { maro-peers -f json | grep -c "\"$1" || :; }
 	run -0 --separate-stderr timeout 30 sh -c 'seq 20 | maro-scatter -P worker -t job --progress=500ms -W 20s -f payload'
 	[ "${#lines[@]}" -eq 20 ]
 	local n
-	n=$(grep -cE '^maro-scatter: [0-9]+/20 done, [0-9]+/s, [0-9]+s left$' <<< "$stderr")
+	n=$(grep -cE '^maro-scatter: [0-9]+/20 done, [0-9]+/s, (<1|[0-9]+)s left$' <<< "$stderr")
 	[ "$n" -ge 2 ]
 	# the last line is the total, without a time left
 	[[ "$(tail -n 1 <<< "$stderr")" =~ ^maro-scatter:\ 20/20\ done,\ [0-9]+/s$ ]]

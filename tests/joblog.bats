@@ -64,6 +64,35 @@ records() { tail -n +2 "$1"; }
 	run -0 live_is worker. 1
 }
 
+@test "joblog: a handler that exits 1 on one point, under maro-pool: given up after --retries with its exit and stderr, no -W needed" {
+	cat > task.sh <<-'EOF'
+		#!/bin/sh
+		read -r x
+		echo "$x" >> "$RUNS"
+		if [ "$x" = 5 ]; then echo "point $x: no convergence" >&2; exit 1; fi
+		echo "r$x"
+	EOF
+	chmod +x task.sh
+	bg 90 maro-pool -j 2 -- maro-dist --raw --on 'master:sweep:1' ./task.sh --on 'master:stop:1' --exit
+	wait_until 10 live_is worker. 2
+	# no -W: the failed point is not sent again forever, the scatter ends
+	run -3 --separate-stderr timeout 40 sh -c 'seq 8 |
+		maro-scatter -n master -P worker -t sweep --retries 2 --failed failed.cbor --joblog log -f payload'
+	assert_equal "$(printf '%s\n' "${lines[@]}" | sort -V)" "$(printf 'r%s\n' 1 2 3 4 6 7 8)"
+	[[ "$stderr" == *"line 5 of the input given up after 2 failed attempts ('worker."*"': exited 1: point 5: no convergence): payload \"5\""* ]]
+	[[ "$(field log 5 outcome)" =~ ^failed:\ \'worker\.[^\']+\':\ exited\ 1:\ point\ 5:\ no\ convergence$ ]]
+	assert_equal "$(field log 5 attempts)" 2
+	assert_equal "$(grep -c '^5$' "$RUNS")" 2
+	run -0 maro-msg -f json < failed.cbor
+	assert_output --regexp '"failed":\{"line":5,"attempts":2,"why":"'"'"'worker\.[^"]+'"'"': exited 1: point 5: no convergence","worker":"worker\.[^"]+"\}\}$'
+	# without --retries: given up at its first failure
+	run -3 --separate-stderr timeout 40 sh -c 'echo 5 | maro-scatter -n master -P worker -t sweep --joblog log2 -f payload'
+	assert_equal "$(field log2 1 attempts)" 1
+	[[ "$(field log2 1 outcome)" == *": exited 1: point 5: no convergence" ]]
+	# a failing handler is not a dying worker: both serve on
+	run -0 live_is worker. 2
+}
+
 @test "joblog: a hung task fails at --task-timeout, its record says so, the others are done" {
 	coworker worker.1
 	coworker worker.2

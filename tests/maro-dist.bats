@@ -77,13 +77,83 @@ start_collector() {
 	[ "$(pgrep -c -P "$(child_pid "$BG_PID" maro-dist)")" -eq 1 ]
 }
 
-@test "a failing handler is reported, its messages retried until it succeeds" {
+@test "a failing handler answers its task with a failure reply: its exit status or signal and its stderr's tail, escaped where printed" {
 	bg 60 maro-dist -n worker.1 --on '*:flaky:1' \
-		'if [ -e ok ]; then maro-msg reply -d done; else touch ok; exit 3; fi' 2> err
-	run timeout 30 maro-send -p worker.1 -t flaky -d x -W 25s -f payload
-	assert_success
+		'if [ -e ok ]; then maro-msg reply -d done; else touch ok; printf "one\nbad \033[31mred\n" >&2; exit 3; fi' \
+		--on '*:die:1' 'kill -9 $$' 2> err
+	maro-peers -e worker=1 -W 10s -q
+	# not sent again until -W: answered at once, the sender fails (3) with the reason
+	run -3 --separate-stderr timeout 30 maro-send -p worker.1 -t flaky -d x -W 25s -f payload
+	[ -z "$output" ]
+	[[ "$stderr" == "maro-send: 'worker.1' failed the task in session "*': exited 3: one\nbad \x1b[31mred' ]]
+	grep -q "^maro-dist: handler for '\*:flaky:1' exited 3: 1 task request answered with a failure reply$" err
+	# its stderr still reaches ours, as it was
+	grep -q $'^bad \033\\[31mred$' err
+	# the handler runs again for the next request
+	run -0 timeout 30 maro-send -p worker.1 -t flaky -d x -W 25s -f payload
 	assert_output done
-	grep -q "exited 3" err
+	rm ok
+	# on the wire: error "failed", the reason unescaped as the payload
+	run -0 timeout 30 sh -c 'maro-send --async -n me -p worker.1 -t flaky -d x -W 20s > /dev/null &&
+		maro-recv -n me -C 1 -W 20s -f json'
+	[ "$(jq -r '[.session_stage, .error, .payload] | join("|")' <<< "$output")" = $'complete|failed|exited 3: one\nbad \033[31mred' ]
+	# killed: the signal's name
+	run -3 --separate-stderr timeout 30 maro-send -p worker.1 -t die -d x -W 25s
+	[[ "$stderr" == *"failed the task in session "*": killed by SIGKILL" ]]
+}
+
+@test "a handler failing a notification: said on stderr, acknowledged (no one to answer), not run again" {
+	bg 60 maro-dist -n worker.1 --on '*:note:1' 'echo run >> runs; exit 1' 2> dist.err
+	maro-peers -e worker=1 -W 10s -q
+	run -0 timeout 30 maro-send -p worker.1 -t note --notification -d x -W 10s
+	grep -q "^maro-dist: handler for '\*:note:1' exited 1: 1 notification acknowledged, not handled$" dist.err
+	assert_equal "$(wc -l < runs)" 1
+}
+
+@test "a handler that leaves a background command holding its output: said, and the worker goes on within about a second" {
+	bg 60 maro-dist -n worker.1 --raw --on '*:t:1' 'read -r x; sleep 30 & echo "r$x"' 2> dist.err
+	maro-peers -e worker=1 -W 10s -q
+	local t0 ms
+	t0=$(date +%s%N)
+	run -0 timeout 20 maro-send -p worker.1 -t t -d 1 -W 8s -f payload
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	assert_output r1
+	[ "$ms" -lt 4000 ]
+	grep -q "^maro-dist: handler for '\*:t:1' ended, but a process it left running holds its standard output open: going on with the 3 bytes it wrote" dist.err
+	# the next trigger is not stalled behind it
+	run -0 timeout 20 maro-send -p worker.1 -t t -d 2 -W 8s -f payload
+	assert_output r2
+}
+
+@test "a CBOR coprocess fails a task with a reply that carries 'error': a failed attempt toward --retries" {
+	bg 60 maro-dist -n worker.1 --co '*:t:1' \
+		'maro-msg reply -d "no lens there" | maro-msg -f json | jq -c --unbuffered ".error = \"failed\"" | maro-msg -i json'
+	maro-peers -e worker=1 -W 10s -q
+	run -3 --separate-stderr timeout 30 maro-send -p worker.1 -t t -d x -W 20s
+	[[ "$stderr" == "maro-send: 'worker.1' failed the task in session "*": no lens there" ]]
+	run -3 --separate-stderr timeout 30 sh -c 'echo 1 | maro-scatter -P worker -t t --retries 2 -W 20s'
+	[[ "$stderr" == *"line 1 of the input given up after 2 failed attempts ('worker.1': no lens there): payload \"1\""* ]]
+}
+
+@test "--fail-prefix: a --raw coprocess fails one task on purpose; --retries counts it, the others are answered" {
+	run -2 maro-dist -n worker.1 --fail-prefix 'ERR ' --co '*:j:1' cat
+	assert_output --partial "--fail-prefix goes with --raw"
+	run -2 maro-dist -n worker.1 --raw --fail-prefix '' --co '*:j:1' cat
+	assert_output --partial "--fail-prefix must be one line, not empty"
+	bg 60 maro-dist -n worker.1 --raw --fail-prefix 'ERR ' --co '*:sq:1' \
+		'while read -r n; do echo "$n" >> runs; if [ "$n" = 3 ]; then echo "ERR three is unlucky"; else echo $((n * n)); fi; done'
+	maro-peers -e worker=1 -W 10s -q
+	run -3 --separate-stderr timeout 30 maro-send -p worker.1 -t sq -d 3 -W 20s
+	[[ "$stderr" == "maro-send: 'worker.1' failed the task in session "*": three is unlucky" ]]
+	: > runs
+	run -3 --separate-stderr timeout 30 sh -c 'seq 5 | maro-scatter -P worker -t sq --ordered --retries 2 --failed failed.cbor -W 20s -f payload'
+	assert_output $'1\n4\n16\n25'
+	[[ "$stderr" == *"line 3 of the input given up after 2 failed attempts ('worker.1': three is unlucky): payload \"3\""* ]]
+	assert_equal "$(grep -c '^3$' runs)" 2
+	[ "$(maro-msg -f payload < failed.cbor)" = 3 ]
+	# without --retries: given up at the first failure
+	run -3 --separate-stderr timeout 30 sh -c 'echo 3 | maro-scatter -P worker -t sq -W 20s -f payload'
+	[[ "$stderr" == *"line 1 of the input given up after 1 failed attempt ('worker.1': three is unlucky)"* ]]
 }
 
 @test "an exit event ends the loop with 0, after the other handlers" {
@@ -461,7 +531,7 @@ group_of() { ps -e -o pgid=,stat=,pid= | awk -v g="$1" '$1 == g && $2 !~ /^Z/ { 
 	wait_until 10 live_is worker. 1
 	bg 30 maro-send -p worker.1 -t go --notification -W 20s
 	wait_until 10 grep -q "handler for '\*:go:1' wrote more than 1000000 bytes (--max-size): stopped" dist.err
-	# the notification is retried (unacknowledged), but each run stops at the limit
+	# each run stops at the limit
 	[ "$(awk '/VmHWM/ { print $2 }' "/proc/$dist/status")" -lt 60000 ]
 	kill -TERM "$dist"
 }

@@ -70,3 +70,76 @@ teardown() { default_teardown; }
 	assert_success
 	assert_output ""
 }
+
+@test "maro-scatter --progress: a task given up is not counted done; stuck on the last task, no time left is told" {
+	bg 60 maro-dist -n worker.1 --raw --fail-prefix 'ERR ' --co '*:job:1' \
+		'while read -r x; do case $x in bad) echo "ERR bad";; hang) sleep 60;; *) echo "r$x";; esac; done'
+	wait_until 10 live_is worker. 1
+	run -3 --separate-stderr timeout 30 sh -c 'echo bad | maro-scatter -P worker -t job --progress=100ms -W 20s'
+	grep -qE '^maro-scatter: 0/1 done, 1 given up, [0-9]+/s$' <<< "$stderr"
+	run ! grep -q '1/1 done' <<< "$stderr"
+	# three answered at once, then the last hangs: after 2 s, how long nothing finished
+	run -1 --separate-stderr timeout 30 sh -c 'printf "%s\n" 1 2 3 hang | maro-scatter -P worker -t job --progress=200ms -W 3500ms'
+	grep -qE '^maro-scatter: 3/4 done, [0-9]+/s, none finished for [23]s$' <<< "$stderr"
+	run ! grep -qE ' 0s left|3/4 done, [0-9]+/s, .*left$' <<< "$(grep 'none finished' -A 100 <<< "$stderr")"
+}
+
+@test "maro-scatter on a terminal: the live line is redrawn at most ten times a second" {
+	bg 60 maro-dist -n worker.1 --raw --co '*:job:1' cat
+	wait_until 10 live_is worker. 1
+	local t0 ms n
+	seq 3000 > tasks
+	t0=$(date +%s%N)
+	run -0 timeout 60 script -qec 'maro-scatter -P worker -t job --window 8 -W 40s -f payload < tasks > out' /dev/null
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	[ "$(wc -l < out)" -eq 3000 ]
+	# each redraw begins with a carriage return; the last one ends the line
+	n=$(tr -cd '\r' <<< "$output" | wc -c)
+	[[ "$output" == *"3000/3000 done"* ]]
+	echo "$n redraws in $ms ms" >&3
+	[ "$n" -le $((ms / 100 + 3)) ]
+}
+
+@test "maro-scatter interrupted: one summary line, not one per task read ahead; with a job log, how to resume" {
+	bg 60 maro-dist -n worker.1 --raw --co '*:job:1' 'while read -r x; do sleep 0.1; echo "r$x"; done'
+	wait_until 10 live_is worker. 1
+	seq 200 > tasks
+	bg 30 maro-scatter -P worker -t job --joblog log -W 25s -f payload < tasks > out 2> err
+	local scatter=$BG_PID
+	wait_until 10 has_lines out 3
+	kill -INT "$(child_pid "$scatter" maro-scatter)"
+	wait_exit "$scatter" 10
+	[ "$status" -eq 130 ]
+	run cat err
+	assert_line --index 0 --regexp '^maro-scatter: interrupted: [0-9]+ of 200 tasks done, 0 given up, 1 open, [0-9]+ not sent$'
+	assert_line --index 1 "maro-scatter: job log 'log' has the tasks that ended: the same command, on the same input, with --resume does the rest"
+	[ "${#lines[@]}" -eq 2 ]
+	# the counts add up: done + open + not sent = 200, done as the output has it
+	local done open unsent
+	read -r done unsent <<< "$(sed -n 's/^maro-scatter: interrupted: \([0-9]*\) of 200 tasks done, 0 given up, 1 open, \([0-9]*\) not sent$/\1 \2/p' err)"
+	[ "$done" -eq "$(wc -l < out)" ]
+	[ $((done + 1 + unsent)) -eq 200 ]
+	# -v names the one open too; without a job log, no hint
+	bg 30 maro-scatter -P worker -t job -v -W 25s -f payload < tasks > out2 2> err2
+	scatter=$BG_PID
+	wait_until 10 has_lines out2 3
+	kill -INT "$(child_pid "$scatter" maro-scatter)"
+	wait_exit "$scatter" 10
+	grep -q '^maro-scatter: no reply in session .* (line [0-9]* of the input): payload' err2
+	run ! grep -q 'job log' err2
+}
+
+@test "maro-scatter: a task failed at one worker is sent to another with room, not back to the one that failed it" {
+	local i
+	for i in 1 2; do
+		bg 60 maro-dist -n "worker.$i" --raw --on '*:job:1' \
+			'read -r x; echo "$MARO_NAME $x" >> runs; if [ "$MARO_NAME" = worker.1 ]; then echo "bad host" >&2; exit 1; fi; echo "r$x"'
+	done
+	wait_until 10 live_is worker. 2
+	run -0 --separate-stderr timeout 40 sh -c 'seq 8 | maro-scatter -P worker -t job --window 8 --retries 2 -W 30s -f payload'
+	assert_equal "$(printf '%s\n' "${lines[@]}" | sort -V)" "$(printf 'r%s\n' $(seq 8))"
+	# worker.1 failed some, once each; worker.2 answered every one
+	[ "$(grep -c '^worker.1 ' runs)" -ge 1 ]
+	assert_equal "$(grep '^worker.1 ' runs | sort | uniq -d)" ""
+	assert_equal "$(grep '^worker.2 ' runs | cut -d ' ' -f 2 | sort -n | tr '\n' ' ')" "1 2 3 4 5 6 7 8 "
+}

@@ -138,6 +138,7 @@ main(int argc, char **argv)
 	}
 	test_cborseq();
 	test_message();
+	test_reply();
 	test_cli();
 	test_convert();
 	test_registry();

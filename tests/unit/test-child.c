@@ -30,7 +30,7 @@ test_child(void)
 	char *argv_missing[] = { "no-such-program-of-maro", NULL };
 	char *argv_group[] = { "sh", "-c", "sleep 30 & sleep 30", NULL };
 	char *argv_exit[] = { "sh", "-c", "exit 3", NULL };
-	struct maro_child_spec cs = { NULL, argv_missing, NULL, -1, -1, NULL, NULL };
+	struct maro_child_spec cs = { NULL, argv_missing, NULL, -1, -1, NULL, NULL, -1 };
 	char buf[64], **env;
 	int wstatus;
 	pid_t pid;

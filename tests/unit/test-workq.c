@@ -370,6 +370,44 @@ test_workq_rejoin(void)
 	maro_workq_free(&q);
 }
 
+/*
+ * A task whose attempt failed at a peer goes to another one with room,
+ * back to the same only when it alone has room.
+ */
+static void
+test_workq_elsewhere(void)
+{
+	struct maro_workq q = { 0 };
+	struct seen w = { 0 };
+	size_t i, p, other, task;
+
+	q.window = 1;
+	q.retries = 3;
+	q.put = put;
+	q.arg = &w;
+	maro_workq_peer_seen(&q, "a");
+	maro_workq_peer_seen(&q, "b");
+	maro_workq_peer_seen(&q, "c");
+	/* as a scatter orders them once replies came: the last to move first, which p is */
+	maro_workq_order(&q, MARO_WORKQ_LAST);
+	add(&q, "x");
+	add(&q, "y");
+	p = send_next(&q, &task);
+	CHECK(p != MARO_WORKQ_NO_PEER && task == 0);
+	CHECK(maro_workq_fail(&q, 0, "failed") == 0 && maro_workq_task(&q, 0)->failed_at == p);
+	/* x is behind y now; y goes anywhere, then x not to p while another has room */
+	CHECK(send_next(&q, &task) != MARO_WORKQ_NO_PEER && task == 1);
+	CHECK(maro_workq_head(&q, &i) && i == 0);
+	other = maro_workq_pick_for(&q, i, 0);
+	CHECK(other != MARO_WORKQ_NO_PEER && other != p);
+	CHECK(maro_workq_sent(&q, i, other, 2000) == 0);
+	maro_workq_pop(&q);
+	/* failed there too: of p and other, both with room, p */
+	CHECK(maro_workq_fail(&q, 0, "failed") == 0 && maro_workq_task(&q, 0)->failed_at == other);
+	CHECK(q.nopen == 2 && maro_workq_head(&q, &i) && maro_workq_pick_for(&q, i, 0) != other);
+	maro_workq_free(&q);
+}
+
 void
 test_workq(void)
 {
@@ -427,7 +465,7 @@ test_workq(void)
 	/* a peer that comes back is live again, not new */
 	maro_workq_peers_begin(&q);
 	CHECK(maro_workq_peer_seen(&q, "a") == 0 && q.peers[a].live == 1);
-	maro_workq_progress(&q, 1.0, 1, text, sizeof text);
+	maro_workq_progress(&q, 1.0, 0, 1, text, sizeof text);
 	CHECK(!strcmp(text, "3/3 done, 3/s"));
 	maro_workq_free(&q);
 
@@ -461,8 +499,20 @@ test_workq(void)
 	CHECK(q.nfailed == 1 && q.ndone == 3 && !strcmp(w.out, "YZ"));
 	/* told of each reply as it is written, in order, not as it came; the given up kept its peer */
 	CHECK(!strcmp(w.written, "1121") && w.given_up_peer == 0);
-	maro_workq_progress(&q, 0, 0, text, sizeof text);
-	CHECK(!strcmp(text, "3/3+ done (1 failed), 0/s"));
+	/* a task given up is not done */
+	maro_workq_progress(&q, 0, 0, 0, text, sizeof text);
+	CHECK(!strcmp(text, "2/3+ done, 1 given up, 0/s"));
+	/* one left, three finished in 7 s: 2.3 s were left then; stalled once twice that passed */
+	add(&q, "o3");
+	maro_workq_progress(&q, 10.0, 1.9, 1, text, sizeof text);
+	CHECK(!strcmp(text, "2/4 done, 1 given up, 0/s, 3s left"));
+	maro_workq_progress(&q, 10.0, 3.0, 1, text, sizeof text);
+	CHECK(!strcmp(text, "2/4 done, 1 given up, 0/s, 3s left"));
+	maro_workq_progress(&q, 10.0, 5.0, 1, text, sizeof text);
+	CHECK(!strcmp(text, "2/4 done, 1 given up, 0/s, none finished for 5s"));
+	/* quick ones: under a second left */
+	maro_workq_progress(&q, 0.1, 0.05, 1, text, sizeof text);
+	CHECK(!strcmp(text, "2/4 done, 1 given up, 30/s, <1s left"));
 	maro_workq_free(&q);
 
 	/* ordered flush: the replies behind a hole are written at the end, in order */
@@ -526,4 +576,5 @@ test_workq(void)
 	test_workq_pick();
 	test_workq_order();
 	test_workq_rejoin();
+	test_workq_elsewhere();
 }

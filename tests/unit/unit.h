@@ -14,6 +14,7 @@ extern int unit_passed, unit_failed;
 /* One function per module; main.c calls each. */
 void test_cborseq(void);
 void test_message(void);
+void test_reply(void);
 void test_cli(void);
 void test_convert(void);
 void test_registry(void);
