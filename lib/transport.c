@@ -251,13 +251,14 @@ ctx_release(struct maro_ctx *c, int term)
 {
 	if (!c)
 		return;
+	/* the sockets first: the last member to leave then finds its group directory empty */
+	ipc_cleanup(c);
 	if (c->reg)
 		maro_registry_close(c->reg);
 	if (term && c->zmq)
 		zmq_ctx_term(c->zmq);
 	if (term)
 		maro_zap_join(c->zap);
-	ipc_cleanup(c);
 	if (c->key) {
 		maro_curve_wipe(c->key);
 		free(c->key);
@@ -492,8 +493,12 @@ zmq_bind_inbox(struct maro_ctx *c, char endpoint[MARO_ENDPOINT_MAX + 1])
 		}
 	}
 	if (c->use_ipc) {
-		/* the registry's group directory (checked when it was opened), or ours */
-		if (c->ipc_private && !c->ipc_dir[0] && ipc_private_dir(c) < 0) {
+		/*
+		 * the registry's group directory (checked, and made now: a
+		 * reader never makes it), or ours
+		 */
+		if ((c->ipc_private && !c->ipc_dir[0] && ipc_private_dir(c) < 0) ||
+		    (!c->ipc_private && maro_registry_prepare(c->reg) < 0)) {
 			zmq_close_sock(z, 0);
 			return NULL;
 		}
