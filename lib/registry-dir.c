@@ -69,6 +69,7 @@ struct dir {
 	int ofd;			/* our owner lock file, from the first registration */
 	char owner[64];
 	int swept;
+	int member;			/* it made the directory ready (put, prepare): it may remove it */
 };
 
 static struct dir *
@@ -289,8 +290,9 @@ dir_close(struct maro_registry *r)
 	if (d->ofd >= 0) {
 		unlinkat(d->dfd, d->owner, 0);
 		close(d->ofd);
-		remove_if_empty(r);
 	}
+	if (d->member && d->dfd >= 0)
+		remove_if_empty(r);
 	if (d->gfd >= 0)
 		close(d->gfd);
 	if (d->dfd >= 0)
@@ -786,6 +788,7 @@ dir_put(struct maro_registry *r, const struct maro_entry *e, int takeover, struc
 
 	if (!takeover && touch_own(r, e))
 		return 0;
+	d->member = 1;
 	for (tries = 0;; tries++) {
 		if (present(r, 1) < 0 || lock_fd(r) < 0)
 			return -1;
@@ -896,6 +899,7 @@ dir_list(struct maro_registry *r, const char *prefix, struct maro_registry_list 
 static int
 dir_prepare(struct maro_registry *r)
 {
+	D(r)->member = 1;
 	return present(r, 1) < 0 ? -1 : 0;
 }
 
