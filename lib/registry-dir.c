@@ -100,7 +100,7 @@ open_checked(struct maro_registry *r, const char *where, const char *path, int m
 	size_t root = strlen(where), at = 0, n;
 	struct stat st;
 	char comp[NAME_MAX + 1];
-	int fd, nfd;
+	int fd, nfd, tries;
 
 	while (root > 1 && where[root - 1] == '/')
 		root--;
@@ -133,7 +133,8 @@ open_checked(struct maro_registry *r, const char *where, const char *path, int m
 			close(fd);
 			return maro_registry_fail(r, ENOENT, "no registry directory '%.*s'", (int)at, path);
 		}
-		if (nfd < 0 && errno == ENOENT) {
+		/* made, or found made: unless its last member removed it meanwhile (a few tries) */
+		for (tries = 0; nfd < 0 && errno == ENOENT && tries < 4; tries++) {
 			if (mkdirat(fd, comp, 0700) < 0 && errno != EEXIST) {
 				int e = errno;
 
@@ -270,9 +271,13 @@ remove_if_empty(struct maro_registry *r)
 {
 	struct dir *d = D(r);
 
+	struct stat a, b;
+
 	if (lock_fd(r) < 0 || try_range(d, 0, 0) < 0)
 		return;
-	if (group_empty(d)) {
+	/* the directory at its path is still the one this handle opened (rmdir goes by path) */
+	if (fstat(d->dfd, &a) == 0 && a.st_nlink > 0 && stat(d->path, &b) == 0 &&
+	    a.st_dev == b.st_dev && a.st_ino == b.st_ino && group_empty(d)) {
 		unlinkat(d->dfd, ".swept", 0);
 		unlinkat(d->dfd, ".lock", 0);
 		rmdir(d->path);
@@ -790,8 +795,13 @@ dir_put(struct maro_registry *r, const struct maro_entry *e, int takeover, struc
 		return 0;
 	d->member = 1;
 	for (tries = 0;; tries++) {
-		if (present(r, 1) < 0 || lock_fd(r) < 0)
+		if (present(r, 1) < 0)
 			return -1;
+		if (lock_fd(r) < 0) {
+			if (errno == ENOENT && tries < 3)
+				continue;	/* removed since present() saw it: made again */
+			return -1;
+		}
 		if (!d->swept) {
 			/* one try: under a crowd of registrants the next first registration sweeps */
 			d->swept = 1;

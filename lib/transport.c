@@ -464,6 +464,22 @@ zmq_close_sock(void *sock, int linger_ms)
 	free(z);
 }
 
+/*
+ * zmq_bind, which an ipc endpoint in the group directory tries again when
+ * the directory was removed by its last member since maro_registry_prepare
+ * made it ready (ENOENT): prepared again, three times at most.
+ */
+static int
+bind_ipc_again(struct maro_ctx *c, void *s, const char *endpoint)
+{
+	int tries = 0, rc;
+
+	while ((rc = zmq_bind(s, endpoint)) < 0 && errno == ENOENT && c->use_ipc && !c->ipc_private &&
+	    tries++ < 3 && maro_registry_prepare(c->reg) == 0)
+		;
+	return rc;
+}
+
 static void *
 zmq_bind_inbox(struct maro_ctx *c, char endpoint[MARO_ENDPOINT_MAX + 1])
 {
@@ -499,7 +515,10 @@ zmq_bind_inbox(struct maro_ctx *c, char endpoint[MARO_ENDPOINT_MAX + 1])
 		 */
 		if ((c->ipc_private && !c->ipc_dir[0] && ipc_private_dir(c) < 0) ||
 		    (!c->ipc_private && maro_registry_prepare(c->reg) < 0)) {
+			int e = errno;
+
 			zmq_close_sock(z, 0);
+			errno = e;
 			return NULL;
 		}
 		snprintf(want, sizeof want, "ipc://%s/s.%ld.%u", c->ipc_dir, (long)getpid(), c->serial++);
@@ -510,7 +529,7 @@ zmq_bind_inbox(struct maro_ctx *c, char endpoint[MARO_ENDPOINT_MAX + 1])
 	} else {
 		snprintf(want, sizeof want, "tcp://%s:*", c->advertise);
 	}
-	if (zmq_bind(z->s, want) < 0 ||
+	if (bind_ipc_again(c, z->s, want) < 0 ||
 	    zmq_getsockopt(z->s, ZMQ_LAST_ENDPOINT, endpoint, &len) < 0 ||
 	    (c->zap && maro_zap_watch(c->zap, c->zmq, z->s) < 0)) {
 		int e = errno;
