@@ -25,7 +25,7 @@ static const struct maro_opt opts[] = {
 	MARO_OPT_SHARED_AS(MARO_SH_PREFIX, "only the peers whose name starts with PREFIX", 0),
 	{ "format", 'f', "text|json|prometheus", "text (the default), json, or with --status prometheus",
 	    NULL, 'f', 0, 0 },
-	{ "status", 0, NULL, "one line per type: how many live, how fresh", NULL, OPT_STATUS, 0, 0 },
+	{ "status", 0, NULL, "the cluster's summary: its hosts, types, pools and counters", NULL, OPT_STATUS, 0, 0 },
 	{ "serve", 0, "ADDR", "serve the status page, /status.json and /metrics on [HOST:]PORT", NULL,
 	    OPT_SERVE, 0, 0 },
 	{ "watch", 0, NULL, "then write each join and leave as it happens", NULL, OPT_WATCH, 0, 0 },
@@ -56,6 +56,23 @@ put(struct out *o, int rc)
 	return rc;
 }
 
+/*
+ * An empty listing says why on stderr: a group no one ever joined (a typo?)
+ * names the groups there are; the listing stays what it is, and the exit
+ * status 0.
+ */
+static void
+say_empty(struct maro_registry *r)
+{
+	char note[512];
+
+	if (maro_cli_no_group(r, note, sizeof note) == 1)
+		maro_warn("%s", note);
+	else
+		maro_warn("no live members in group '%s' in %s", maro_registry_group(r),
+		    maro_registry_url(r));
+}
+
 static int
 show(struct maro_registry *r, const char *prefix, struct out *o)
 {
@@ -67,6 +84,8 @@ show(struct maro_registry *r, const char *prefix, struct out *o)
 		maro_warn("%s", maro_registry_error(r));
 		return MARO_EXIT_UNAVAILABLE;
 	}
+	if (n == 0 && (!prefix || !*prefix))
+		say_empty(r);
 	if (!o->json)
 		rc = maro_view_table(&o->b, v, (size_t)n, !o->quiet, maro_verbose);
 	for (i = 0; o->json && i < n && rc == 0; i++)
@@ -146,6 +165,8 @@ status_view(struct maro_registry *r, const char *group, const char *prefix, stru
 				rc = maro_view_prometheus(&o->b, v, n, group);
 			else if (rc == 0)
 				rc = maro_view_status(&o->b, v, (size_t)n, o->json);
+			if (n == 0 && !watching && (!prefix || !*prefix))
+				say_empty(r);
 			if (rc == 0 && watching && !tty && !o->json)
 				rc = maro_buf_puts(&o->b, "\n");
 			free(v);

@@ -358,7 +358,8 @@ main(int argc, char **argv)
 			maro_warn("%llu messages reported in all", (unsigned long long)s.reported);
 		if (status == MARO_EXIT_TIMEOUT && (undelivered || missing)) {
 			if (!s.quiet)
-				maro_warn("timed out: %zu not delivered, %zu replies missing", undelivered, missing);
+				maro_warn("timed out: %zu not delivered, %zu repl%s missing", undelivered,
+				    missing, missing == 1 ? "y" : "ies");
 			/* replies were awaited: none at all is a timeout, some is incomplete */
 			if (s.t.rq.inbox ? s.replies_got > 0 : s.delivered > 0)
 				status = MARO_EXIT_INCOMPLETE;

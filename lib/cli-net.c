@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -18,9 +19,42 @@
 #include "transport.h"
 
 int
+maro_cli_no_group(struct maro_registry *r, char *buf, size_t len)
+{
+	char **g = NULL;
+	size_t n = 0, i, off;
+	int known = 0, absent = 0;
+
+	if (maro_registry_groups(r, &g, &n) < 0) {
+		if (errno != ENOENT)
+			return -1;
+		absent = 1;
+	}
+	for (i = 0; i < n; i++)
+		known |= !strcmp(g[i], maro_registry_group(r));
+	off = (size_t)snprintf(buf, len, "no group '%s' in %s (", maro_registry_group(r),
+	    maro_registry_url(r));
+	if (absent)
+		off += (size_t)snprintf(buf + off, off < len ? len - off : 0, "no such directory");
+	else if (!n)
+		off += (size_t)snprintf(buf + off, off < len ? len - off : 0, "no groups");
+	for (i = 0; i < n; i++)
+		off += (size_t)snprintf(buf + off, off < len ? len - off : 0, "%s%s",
+		    i ? ", " : "groups: ", g[i]);
+	if (off < len)
+		snprintf(buf + off, len - off, ")");
+	for (i = 0; i < n; i++)
+		free(g[i]);
+	free(g);
+	return !known;
+}
+
+int
 maro_cli_expect_wait(struct maro_registry *r, struct maro_expect *e, size_t n, int64_t deadline)
 {
-	int tty = isatty(STDERR_FILENO), shown = 0;
+	int tty = isatty(STDERR_FILENO), shown = 0, told = 0;
+	int64_t tell = maro_now_us() + (maro_verbose ? 0 : 1000000);
+	char note[512];
 	size_t i;
 
 	for (;;) {
@@ -49,9 +83,19 @@ maro_cli_expect_wait(struct maro_registry *r, struct maro_expect *e, size_t n, i
 			break;
 		if (maro_signal)
 			return maro_signal_status();
+		if (!told && (maro_now_us() >= tell || maro_now_us() >= deadline)) {
+			told = 1;
+			if (maro_cli_no_group(r, note, sizeof note) == 1) {
+				if (shown)
+					fputc('\n', stderr);
+				maro_warn("%s; waiting for it", note);
+			}
+		}
 		if (maro_now_us() >= deadline) {
 			if (shown)
 				fputc('\n', stderr);
+			if (maro_cli_no_group(r, note, sizeof note) == 1)
+				maro_warn("%s", note);
 			for (i = 0; i < n; i++)
 				if (e[i].have < e[i].n)
 					maro_warn("timed out waiting for peers: %s %u of %u live",

@@ -78,12 +78,19 @@ int maro_signal_status(void);
  * progress on stderr when it is a terminal.  Returns 0, or the exit status
  * to leave with: 124 at the deadline (what is missing said on stderr), 69
  * when the registry fails, 130/143 on a signal.  deadline: monotonic us or
- * INT64_MAX.
+ * INT64_MAX.  A group that does not exist yet is waited for (it is never
+ * made), and said once after a second (at once with -v) and at the end.
  */
 struct maro_expect;
 struct maro_registry;
 int maro_cli_expect_wait(struct maro_registry *r, struct maro_expect *e, size_t n,
     int64_t deadline);
+/*
+ * Whether r's group is unknown to its registry (none of its groups has the
+ * name): 1 with "no group 'G' in URL (groups: ...)" in buf, 0 when it is
+ * known, -1 when the registry cannot say.
+ */
+int maro_cli_no_group(struct maro_registry *r, char *buf, size_t len);
 
 /*
  * Flushes stdout and checks it, sbase's fshut: a full disk or closed pipe

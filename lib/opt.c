@@ -232,7 +232,10 @@ maro_opt_help(const struct maro_tool *t)
 	printf("\nThe manual: man %s\n", maro_progname);
 }
 
-/* One line per flag, for shell completion: "--name=" takes an argument. */
+/*
+ * One line per flag, for shell completion: "--name=" takes an argument;
+ * one whose argument is optional is given both ways.
+ */
 static void
 list_options(const struct maro_tool *t)
 {
@@ -242,6 +245,8 @@ list_options(const struct maro_tool *t)
 	for (i = 0; i < n; i++) {
 		if (all[i].flags & MARO_OPT_HIDDEN)
 			continue;
+		if (all[i].arg && (all[i].flags & MARO_OPT_OPTIONAL))
+			printf("--%s\n", all[i].name);
 		printf("--%s%s\n", all[i].name, all[i].arg ? "=" : "");
 		if (all[i].letter)
 			printf("-%c\n", all[i].letter);

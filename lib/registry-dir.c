@@ -62,6 +62,7 @@
 #define SWEEP_EVERY_S 10
 
 struct dir {
+	char where[PATH_MAX];		/* PATH, the registry's root */
 	char path[PATH_MAX];		/* PATH/GROUP, for messages */
 	int dfd;			/* the group directory: every file is opened at it */
 	int gfd;			/* .lock, once needed */
@@ -69,6 +70,7 @@ struct dir {
 	char owner[64];
 	int swept;
 	struct maro_registry *r;	/* whose entries' MACs parse_entry checks */
+	int member;			/* it made the directory ready (put, prepare): it may remove it */
 };
 
 static struct dir *
@@ -77,9 +79,14 @@ D(const struct maro_registry *r)
 	return r->priv;
 }
 
+static int lock_fd(struct maro_registry *r);
+static int try_range(struct dir *d, off_t start, off_t len);
+static void unlock_range(struct dir *d, off_t start, off_t len);
+
 /*
- * Opens path (where/group), creating what is missing with mode 0700, and
- * checks each directory on the way.  At and below the registry's root
+ * Opens path (where/group), with make creating what is missing with mode
+ * 0700 (without it, a missing one is -1/ENOENT), and checks each directory
+ * on the way.  At and below the registry's root
  * (where) each must be a directory of ours that no one else may write, and
  * is opened without following a symbolic link: else another local user
  * could rename it away and put up their own, and receive what is sent to
@@ -89,12 +96,12 @@ D(const struct maro_registry *r)
  * open group directory, or -1 (EACCES for a directory that fails).
  */
 static int
-open_checked(struct maro_registry *r, const char *where, const char *path)
+open_checked(struct maro_registry *r, const char *where, const char *path, int make)
 {
 	size_t root = strlen(where), at = 0, n;
 	struct stat st;
 	char comp[NAME_MAX + 1];
-	int fd, nfd;
+	int fd, nfd, tries;
 
 	while (root > 1 && where[root - 1] == '/')
 		root--;
@@ -123,7 +130,12 @@ open_checked(struct maro_registry *r, const char *where, const char *path)
 			    path);
 		}
 		nfd = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_CLOEXEC | (mine ? O_NOFOLLOW : 0));
-		if (nfd < 0 && errno == ENOENT) {
+		if (nfd < 0 && errno == ENOENT && !make) {
+			close(fd);
+			return maro_registry_fail(r, ENOENT, "no registry directory '%.*s'", (int)at, path);
+		}
+		/* made, or found made: unless its last member removed it meanwhile (a few tries) */
+		for (tries = 0; nfd < 0 && errno == ENOENT && tries < 4; tries++) {
 			if (mkdirat(fd, comp, 0700) < 0 && errno != EEXIST) {
 				int e = errno;
 
@@ -177,6 +189,36 @@ open_checked(struct maro_registry *r, const char *where, const char *path)
 	}
 }
 
+/*
+ * Whether the group's directory is there, opened at d->dfd: 1, or 0 when
+ * it is not (readers list nothing and create nothing); with make it is
+ * created, as a member needs it.  One removed since it was opened (its
+ * last member left: remove_if_empty) is looked up again by its path.  -1
+ * on error.
+ */
+static int
+present(struct maro_registry *r, int make)
+{
+	struct dir *d = D(r);
+	struct stat st;
+
+	if (d->dfd >= 0 && fstat(d->dfd, &st) == 0 && st.st_nlink > 0)
+		return 1;
+	if (d->dfd >= 0) {
+		if (d->gfd >= 0)
+			close(d->gfd);
+		if (d->ofd >= 0)
+			close(d->ofd);	/* its file went with the directory: made anew at the next put */
+		close(d->dfd);
+		d->dfd = d->gfd = d->ofd = -1;
+		d->swept = 0;
+	}
+	d->dfd = open_checked(r, d->where, d->path, make);
+	if (d->dfd >= 0)
+		return 1;
+	return !make && errno == ENOENT ? 0 : -1;
+}
+
 static int
 dir_open(struct maro_registry *r, const char *where)
 {
@@ -194,8 +236,55 @@ dir_open(struct maro_registry *r, const char *where)
 	n = snprintf(d->path, sizeof d->path, "%s/%s", where, r->group);
 	if (n < 0 || (size_t)n >= sizeof d->path)
 		return maro_registry_fail(r, ENAMETOOLONG, "registry directory '%s' is too long", where);
-	d->dfd = open_checked(r, where, d->path);
-	return d->dfd < 0 ? -1 : 0;
+	snprintf(d->where, sizeof d->where, "%s", where);
+	return present(r, 0) < 0 ? -1 : 0;
+}
+
+/* Whether the group directory holds only what a group without members keeps (.lock, .swept). */
+static int
+group_empty(struct dir *d)
+{
+	int fd = openat(d->dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC), empty = 1;
+	DIR *dp = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *de;
+
+	if (!dp) {
+		if (fd >= 0)
+			close(fd);
+		return 0;
+	}
+	while (empty && (de = readdir(dp)))
+		empty = !strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
+		    !strcmp(de->d_name, ".lock") || !strcmp(de->d_name, ".swept");
+	closedir(dp);
+	return empty;
+}
+
+/*
+ * The last member to leave removes the group's directory, under the whole
+ * of .lock (one try), so that a mistyped or finished group leaves nothing.
+ * A registrant that opened it before cannot have written in it meanwhile
+ * (it needs a name's lock) and finds out after (put: stale); an inbox's
+ * socket bound in it meanwhile makes the rmdir fail and the directory
+ * stays, without .lock, which the next registrant makes anew.
+ */
+static void
+remove_if_empty(struct maro_registry *r)
+{
+	struct dir *d = D(r);
+
+	struct stat a, b;
+
+	if (lock_fd(r) < 0 || try_range(d, 0, 0) < 0)
+		return;
+	/* the directory at its path is still the one this handle opened (rmdir goes by path) */
+	if (fstat(d->dfd, &a) == 0 && a.st_nlink > 0 && stat(d->path, &b) == 0 &&
+	    a.st_dev == b.st_dev && a.st_ino == b.st_ino && group_empty(d)) {
+		unlinkat(d->dfd, ".swept", 0);
+		unlinkat(d->dfd, ".lock", 0);
+		rmdir(d->path);
+	}
+	unlock_range(d, 0, 0);
 }
 
 static void
@@ -209,6 +298,8 @@ dir_close(struct maro_registry *r)
 		unlinkat(d->dfd, d->owner, 0);
 		close(d->ofd);
 	}
+	if (d->member && d->dfd >= 0)
+		remove_if_empty(r);
 	if (d->gfd >= 0)
 		close(d->gfd);
 	if (d->dfd >= 0)
@@ -682,29 +773,57 @@ touch_own(struct maro_registry *r, const struct maro_entry *e)
 	return ok;
 }
 
+/*
+ * Whether the .lock this handle locks is no longer its group's: the last
+ * member removed the directory (remove_if_empty) after this handle opened
+ * it, and the lock guards nothing; put then opens them again.
+ */
+static int
+stale(struct dir *d)
+{
+	struct stat a, b;
+
+	return fstat(d->dfd, &a) < 0 || a.st_nlink == 0 || fstat(d->gfd, &a) < 0 ||
+	    fstatat(d->dfd, ".lock", &b, AT_SYMLINK_NOFOLLOW) < 0 || a.st_ino != b.st_ino ||
+	    a.st_dev != b.st_dev;
+}
+
 static int
 dir_put(struct maro_registry *r, const struct maro_entry *e, int takeover, struct maro_entry *holder)
 {
 	struct dir *d = D(r);
 	struct maro_entry cur;
 	struct maro_registry_meta m;
-	int rc;
+	int rc, tries;
 
 	if (!takeover && touch_own(r, e))
 		return 0;
-	if (lock_fd(r) < 0)
-		return -1;
-	if (!d->swept) {
-		/* one try: under a crowd of registrants the next first registration sweeps */
-		d->swept = 1;
-		if (try_range(d, 0, 0) == 0) {
-			if (sweep_due(d))
-				sweep(r);
-			unlock_range(d, 0, 0);
+	d->member = 1;
+	for (tries = 0;; tries++) {
+		if (present(r, 1) < 0)
+			return -1;
+		if (lock_fd(r) < 0) {
+			if (errno == ENOENT && tries < 3)
+				continue;	/* removed since present() saw it: made again */
+			return -1;
 		}
+		if (!d->swept) {
+			/* one try: under a crowd of registrants the next first registration sweeps */
+			d->swept = 1;
+			if (try_range(d, 0, 0) == 0) {
+				if (!stale(d) && sweep_due(d))
+					sweep(r);
+				unlock_range(d, 0, 0);
+			}
+		}
+		if (name_lock(r, e->name) < 0)
+			return -1;
+		if (!stale(d) || tries == 3)
+			break;
+		name_unlock(r, e->name);
+		close(d->gfd);
+		d->gfd = -1;
 	}
-	if (name_lock(r, e->name) < 0)
-		return -1;
 	rc = own_lock(r);
 	if (rc < 0)
 		goto out;
@@ -727,6 +846,8 @@ dir_del(struct maro_registry *r, const char *name)
 	struct maro_registry_meta m;
 	char file[MARO_NAME_MAX + 8];
 
+	if (d->dfd < 0)
+		return 0;	/* nothing was ever registered here */
 	if (name_lock(r, name) < 0)
 		return -1;
 	entry_file(file, sizeof file, name);
@@ -741,7 +862,10 @@ dir_get(struct maro_registry *r, const char *name, struct maro_entry *e)
 {
 	struct maro_entry cur;
 	struct maro_registry_meta m;
+	int rc = present(r, 0);
 
+	if (rc <= 0)
+		return rc;	/* no group, no entry: a reader creates nothing */
 	if (get_entry(D(r), name, &cur, &m) != 1)
 		return 0;
 	*e = cur;
@@ -754,9 +878,14 @@ dir_list(struct maro_registry *r, const char *prefix, struct maro_registry_list 
 	struct dir *d = D(r);
 	struct dirent *de;
 	size_t plen = strlen(prefix);
-	int fd = openat(d->dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc = 0;
-	DIR *dp = fd >= 0 ? fdopendir(fd) : NULL;
+	int fd, rc = present(r, 0);
+	DIR *dp;
 
+	if (rc <= 0)
+		return rc;	/* no group: no members, and nothing created */
+	rc = 0;
+	fd = openat(d->dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	dp = fd >= 0 ? fdopendir(fd) : NULL;
 	if (!dp) {
 		int err = errno;
 
@@ -782,6 +911,46 @@ dir_list(struct maro_registry *r, const char *prefix, struct maro_registry_list 
 	return rc;
 }
 
+static int
+dir_prepare(struct maro_registry *r)
+{
+	D(r)->member = 1;
+	return present(r, 1) < 0 ? -1 : 0;
+}
+
+/* The directories in the registry's root whose name is a group's. */
+static int
+dir_groups(struct maro_registry *r, char ***names, size_t *n)
+{
+	struct dir *d = D(r);
+	struct dirent *de;
+	DIR *dp = opendir(d->where);
+	int rc = 0;
+
+	if (!dp)
+		return maro_registry_fail(r, errno, "cannot read registry directory '%s': %s", d->where,
+		    strerror(errno));
+	while (rc == 0 && (de = readdir(dp))) {
+		struct stat st;
+		char **grown;
+
+		if (de->d_name[0] == '.' || de->d_name[0] == '~' || !maro_name_valid(de->d_name) ||
+		    fstatat(dirfd(dp), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+			continue;
+		grown = realloc(*names, (*n + 1) * sizeof *grown);
+		if (!grown || !(grown[*n] = strdup(de->d_name))) {
+			if (grown)
+				*names = grown;
+			rc = maro_registry_fail(r, ENOMEM, "out of memory");
+			break;
+		}
+		*names = grown;
+		++*n;
+	}
+	closedir(dp);
+	return rc;
+}
+
 const struct maro_registry_backend maro_registry_dir_backend = {
 	.kind = "dir",
 	.open = dir_open,
@@ -791,4 +960,6 @@ const struct maro_registry_backend maro_registry_dir_backend = {
 	.get = dir_get,
 	.list = dir_list,
 	.local_address = NULL,
+	.prepare = dir_prepare,
+	.groups = dir_groups,
 };

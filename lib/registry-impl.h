@@ -45,6 +45,7 @@ struct maro_registry {
 	const struct maro_registry_backend *be;
 	void *priv;				/* the backend's state */
 	char group[MARO_NAME_MAX + 1];
+	char url[512];				/* as given, without a password: for messages */
 	int64_t ttl_ms;
 	char token[MARO_TOKEN_LEN + 1];
 	char err[512];
@@ -88,6 +89,10 @@ struct maro_registry_backend {
 	/* Every live entry starting with prefix ("" for all), unsorted, added with maro_registry_collect. */
 	int (*list)(struct maro_registry *r, const char *prefix, struct maro_registry_list *out);
 	const char *(*local_address)(const struct maro_registry *r);
+	/* Makes what a member needs before it binds (dir: the directory); NULL: nothing to make. */
+	int (*prepare)(struct maro_registry *r);
+	/* Appends the registry's groups to (*names)[0..*n): maro_registry_groups. */
+	int (*groups)(struct maro_registry *r, char ***names, size_t *n);
 };
 
 extern const struct maro_registry_backend maro_registry_dir_backend;

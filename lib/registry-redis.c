@@ -1306,6 +1306,56 @@ redis_list(struct maro_registry *r, const char *prefix, struct maro_registry_lis
 	return rc;
 }
 
+/* The groups with a members key (SCAN: never blocks the server as KEYS would). */
+static int
+redis_groups(struct maro_registry *r, char ***names, size_t *n)
+{
+	char cursor[32] = "0";
+	const char *argv[] = { "SCAN", cursor, "MATCH", "maro:*:members", "COUNT", "1000" };
+	unsigned rounds = 0;
+
+	do {
+		redisReply *rep = command(r, 6, argv);
+		size_t i, k;
+
+		if (!rep)
+			return -1;
+		if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 2 ||
+		    rep->element[0]->type != REDIS_REPLY_STRING || rep->element[0]->len >= sizeof cursor ||
+		    rep->element[1]->type != REDIS_REPLY_ARRAY)
+			return unexpected(r, rep);
+		memcpy(cursor, rep->element[0]->str, rep->element[0]->len);
+		cursor[rep->element[0]->len] = '\0';
+		for (i = 0; i < rep->element[1]->elements; i++) {
+			const redisReply *key = rep->element[1]->element[i];
+			char group[MARO_NAME_MAX + 1], **grown;
+			size_t len;
+
+			if (key->type != REDIS_REPLY_STRING || key->len <= 13 || key->len - 13 > MARO_NAME_MAX)
+				continue;
+			len = key->len - 13;	/* "maro:" GROUP ":members" */
+			memcpy(group, key->str + 5, len);
+			group[len] = '\0';
+			if (!maro_name_valid(group) || group[0] == '~')
+				continue;
+			for (k = 0; k < *n && strcmp((*names)[k], group); k++)
+				;
+			if (k < *n)
+				continue;	/* SCAN may name a key twice */
+			grown = realloc(*names, (*n + 1) * sizeof *grown);
+			if (grown)
+				*names = grown;
+			if (!grown || !(grown[*n] = strdup(group))) {
+				freeReplyObject(rep);
+				return maro_registry_fail(r, ENOMEM, "out of memory");
+			}
+			++*n;
+		}
+		freeReplyObject(rep);
+	} while (strcmp(cursor, "0") && ++rounds < 100000);
+	return 0;
+}
+
 static const char *
 redis_local_address(const struct maro_registry *r)
 {
@@ -1321,4 +1371,5 @@ const struct maro_registry_backend maro_registry_redis_backend = {
 	.get = redis_get,
 	.list = redis_list,
 	.local_address = redis_local_address,
+	.groups = redis_groups,
 };

@@ -633,6 +633,10 @@ maro_registry_open(const char *url, const char *group, const struct maro_registr
 		    "invalid registry '%s' (redis://HOST:PORT[/DB], redis+sentinel://HOST:PORT[,...]/MASTER[/DB] or dir:PATH)", shown);
 		goto out;
 	}
+	if (r->be == &maro_registry_dir_backend)
+		snprintf(r->url, sizeof r->url, "dir:%s", url);
+	else
+		redact(url, r->url, sizeof r->url);
 	rc = r->be->open(r, url);
 out:
 	if (rc < 0) {
@@ -658,6 +662,42 @@ maro_registry_close(struct maro_registry *r)
 	free(r->own);
 	sodium_memzero(r->mac_key, sizeof r->mac_key);
 	free(r);
+}
+
+const char *
+maro_registry_url(const struct maro_registry *r)
+{
+	return r->url;
+}
+
+const char *
+maro_registry_group(const struct maro_registry *r)
+{
+	return r->group;
+}
+
+int
+maro_registry_prepare(struct maro_registry *r)
+{
+	return r->be->prepare ? r->be->prepare(r) : 0;
+}
+
+static int
+by_string(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+ssize_t
+maro_registry_groups(struct maro_registry *r, char ***names, size_t *n)
+{
+	size_t from = *n;
+
+	if (r->be->groups(r, names, n) < 0)
+		return -1;
+	if (*n - from > 1)
+		qsort(*names + from, *n - from, sizeof **names, by_string);
+	return (ssize_t)(*n - from);
 }
 
 const char *

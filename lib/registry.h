@@ -95,8 +95,11 @@ struct maro_registry;
 /* The default URL (a static string). */
 const char *maro_registry_default_url(void);
 /*
- * Connects (redis) or creates the group's directory (dir, mode 0700).
- * url NULL means $MARO_REGISTRY or the default; group NULL means
+ * Connects (redis) or opens the group's directory (dir) if it is there:
+ * opening, looking up and listing create nothing (a mistyped group or
+ * path leaves no trace); the directory (mode 0700, and those above it) is
+ * made by the first registration or maro_registry_prepare, and removed
+ * when its last member leaves.  url NULL means $MARO_REGISTRY or the default; group NULL means
  * $MARO_GROUP or "maro"; the password may also come from
  * $MARO_REDIS_PASSWORD (when the URL has none).  opts NULL, or without a
  * key, reads the key file opts->keyfile or $MARO_KEYFILE, if any (a bad
@@ -111,6 +114,21 @@ struct maro_registry *maro_registry_open(const char *url, const char *group,
 /* Removes every entry this handle registered, then disconnects. */
 void maro_registry_close(struct maro_registry *r);
 const char *maro_registry_error(const struct maro_registry *r);
+/* The URL, as given or defaulted, without a password (for messages). */
+const char *maro_registry_url(const struct maro_registry *r);
+const char *maro_registry_group(const struct maro_registry *r);
+/*
+ * Makes ready what a member needs before it binds an inbox in the group's
+ * place (dir: creates the directory).  Registering does it too.  0, or -1.
+ */
+int maro_registry_prepare(struct maro_registry *r);
+/*
+ * The registry's groups that have members (dir: the group directories;
+ * redis: the members keys), sorted, appended to (*names)[0..*n) as new
+ * strings the caller frees.  The count appended, or -1 (ENOENT for a dir:
+ * registry whose directory does not exist).
+ */
+ssize_t maro_registry_groups(struct maro_registry *r, char ***names, size_t *n);
 /* "redis" or "dir" */
 const char *maro_registry_kind(const struct maro_registry *r);
 /*

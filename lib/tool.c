@@ -75,7 +75,11 @@ maro_tool_inbox(struct maro_ctx *c, const struct maro_common *cm, const char *hi
 	if (!ib && maro_signal)
 		exit(maro_signal_status());
 	if (!ib) {
-		if (errno == EEXIST)
+		int held = errno == EEXIST;
+
+		/* refused: the socket file and the owner file made for it go with it */
+		maro_ctx_abandon(c);
+		if (held)
 			maro_die(MARO_EXIT_UNAVAILABLE, "name '%s' is held by pid %ld on %s (%s)", cm->name,
 			    (long)holder.pid, holder.host, hint ? hint : "use --takeover");
 		maro_die(MARO_EXIT_UNAVAILABLE, "%s", errbuf);

@@ -269,13 +269,14 @@ ctx_release(struct maro_ctx *c, int term)
 {
 	if (!c)
 		return;
+	/* the sockets first: the last member to leave then finds its group directory empty */
+	ipc_cleanup(c);
 	if (c->reg)
 		maro_registry_close(c->reg);
 	if (term && c->zmq)
 		zmq_ctx_term(c->zmq);
 	if (term)
 		maro_zap_join(c->zap);
-	ipc_cleanup(c);
 	if (c->key) {
 		maro_curve_wipe(c->key);
 		free(c->key);
@@ -481,6 +482,22 @@ zmq_close_sock(void *sock, int linger_ms)
 	free(z);
 }
 
+/*
+ * zmq_bind, which an ipc endpoint in the group directory tries again when
+ * the directory was removed by its last member since maro_registry_prepare
+ * made it ready (ENOENT): prepared again, three times at most.
+ */
+static int
+bind_ipc_again(struct maro_ctx *c, void *s, const char *endpoint)
+{
+	int tries = 0, rc;
+
+	while ((rc = zmq_bind(s, endpoint)) < 0 && errno == ENOENT && c->use_ipc && !c->ipc_private &&
+	    tries++ < 3 && maro_registry_prepare(c->reg) == 0)
+		;
+	return rc;
+}
+
 static void *
 zmq_bind_inbox(struct maro_ctx *c, char endpoint[MARO_ENDPOINT_MAX + 1])
 {
@@ -510,9 +527,16 @@ zmq_bind_inbox(struct maro_ctx *c, char endpoint[MARO_ENDPOINT_MAX + 1])
 		}
 	}
 	if (c->use_ipc) {
-		/* the registry's group directory (checked when it was opened), or ours */
-		if (c->ipc_private && !c->ipc_dir[0] && ipc_private_dir(c) < 0) {
+		/*
+		 * the registry's group directory (checked, and made now: a
+		 * reader never makes it), or ours
+		 */
+		if ((c->ipc_private && !c->ipc_dir[0] && ipc_private_dir(c) < 0) ||
+		    (!c->ipc_private && maro_registry_prepare(c->reg) < 0)) {
+			int e = errno;
+
 			zmq_close_sock(z, 0);
+			errno = e;
 			return NULL;
 		}
 		snprintf(want, sizeof want, "ipc://%s/s.%ld.%u", c->ipc_dir, (long)getpid(), c->serial++);
@@ -523,7 +547,7 @@ zmq_bind_inbox(struct maro_ctx *c, char endpoint[MARO_ENDPOINT_MAX + 1])
 	} else {
 		snprintf(want, sizeof want, "tcp://%s:*", c->advertise);
 	}
-	if (zmq_bind(z->s, want) < 0 ||
+	if (bind_ipc_again(c, z->s, want) < 0 ||
 	    zmq_getsockopt(z->s, ZMQ_LAST_ENDPOINT, endpoint, &len) < 0 ||
 	    (c->zap && maro_zap_watch(c->zap, c->zmq, z->s) < 0)) {
 		int e = errno;

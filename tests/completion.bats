@@ -59,6 +59,55 @@ complete_words() {
 	assert_output cbor
 }
 
+@test "completion: values after --format= and --input=, as bash splits them at '='" {
+	run -0 complete_words maro-recv --format = j
+	assert_output json
+	run -0 complete_words maro-peers --format =
+	assert_output "text
+json
+prometheus"
+	run -0 complete_words maro-msg --input = c
+	assert_output cbor
+}
+
+@test "completion: an optional value is offered with and without '=' (--progress), and maro-msg reply" {
+	run -0 complete_words maro-scatter --prog
+	assert_output "--progress
+--progress="
+	run -0 complete_words maro-msg r
+	assert_output reply
+	run -0 complete_words maro-msg ""
+	assert_output reply
+	# after the subcommand, its flags
+	run -0 complete_words maro-msg reply --payloads-j
+	assert_output "--payloads-json"
+}
+
+@test "completion: -p offers the live members' names, -P their names and types; nothing, quickly, when none" {
+	export MARO_REGISTRY="dir:$BATS_TEST_TMPDIR/registry" MARO_GROUP=comp
+	bg 30 maro-recv -n worker.1 -f payload > /dev/null
+	bg 30 maro-recv -n master -f payload > /dev/null
+	wait_until 10 sh -c '[ "$(maro-peers -f json | wc -l)" -eq 2 ]'
+	run -0 complete_words maro-send -p w
+	assert_output worker.1
+	run -0 complete_words maro-msg --peer ""
+	assert_output "master
+worker.1"
+	run -0 complete_words maro-scatter -P wor
+	assert_output "worker
+worker.1"
+	# the group of the command line, not the environment's
+	run -0 complete_words maro-send -g other -p w
+	assert_output ""
+	# a registry that does not answer: nothing, within a second or so, and silent
+	start=$SECONDS
+	run --separate-stderr complete_words maro-send --registry redis://127.0.0.1:1 -p w
+	assert_success
+	assert_output ""
+	[ -z "$stderr" ]
+	[ $((SECONDS - start)) -le 2 ]
+}
+
 @test "completion: make install puts it under share/bash-completion/completions, one per tool" {
 	local d=$BATS_TEST_TMPDIR/root
 	run -0 make -s -C "$MARO_TOP" install DESTDIR="$d" PREFIX=/usr \

@@ -25,7 +25,8 @@ N=512
 # by another process (BG_PID: its timeout), as a registrant that stalls
 # holds it: every name's lock and the sweep conflict with it
 hold_lock() {
-	run -0 maro-peers
+	# the group's directory, as its first member makes it (a reader never does)
+	mkdir -p -m 0700 "$BATS_TEST_TMPDIR/registry" "$BATS_TEST_TMPDIR/registry/$MARO_GROUP"
 	bg "$1" "$MARO_BIN/../tests/unit-tests" lock "$BATS_TEST_TMPDIR/registry/$MARO_GROUP/.lock" > lock.out
 	wait_until 10 grep -qx locked lock.out
 }
@@ -157,7 +158,8 @@ timed() {
 
 @test "dir: a registrant never waits for the lock of another name: with a's held, b joins at once and a waits" {
 	[ "${MARO_TEST_BACKEND:-dir}" = dir ] || skip "dir backend only"
-	run -0 maro-peers
+	# the group's directory, as its first member makes it (a reader never does)
+	mkdir -p -m 0700 "$BATS_TEST_TMPDIR/registry" "$BATS_TEST_TMPDIR/registry/$MARO_GROUP"
 	# a registrant of 'a' that stalls inside its lock (for 30 s)
 	bg 30 "$MARO_BIN/../tests/unit-tests" lock "$BATS_TEST_TMPDIR/registry/$MARO_GROUP/.lock" a > lock.out
 	wait_until 10 grep -qx locked lock.out

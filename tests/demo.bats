@@ -19,11 +19,15 @@ teardown() { default_teardown; }
 	export TMPDIR=$BATS_TEST_TMPDIR
 	run timeout 120 sh "$MARO_TOP/scripts/demo" 3 60
 	assert_success
-	assert_line "demo: 3 workers live"
+	assert_line --index 0 "demo: a Monte-Carlo estimate of pi: 60 tasks of 20000 darts for 3 workers"
+	assert_line --index 1 "demo: 3 workers live"
+	# the cluster while the scatter runs, not before it
+	assert_line --index 2 --regexp '^demo: (half way|done before half way was seen)[,;] maro-peers --status says:$'
 	assert_line --regexp '^    pool\..* +3 +3 +0 +0$'
 	assert_line "demo: progress reported by at least 60% of the workers"
 	assert_line --regexp '^demo: pi ~ 3\.[01][0-9]+ from 60 tasks of 20000 darts$'
 	assert_line --regexp '^demo: [0-9.]+ s, [0-9]+ tasks/s$'
+	assert_line "demo: how it is done: scripts/demo; the tools are in $MARO_BIN"
 	# its temporary directory and every process it started are gone
 	run ls "$BATS_TEST_TMPDIR"
 	refute_output --partial maro-demo

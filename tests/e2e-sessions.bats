@@ -425,6 +425,9 @@ live() { maro-peers -f json | grep -c "\"$1" || :; }
 	[ "$status" -eq 124 ]
 	[ "$(grep -c 'no reply in session' <<< "$output")" -eq 3 ]
 	assert_line 'maro-send: timed out: 0 not delivered, 3 replies missing'
+	# one is one reply
+	run -124 timeout 30 sh -c 'maro-msg -t q -d 1 -p mute.1 | maro-send -W 1s'
+	assert_line 'maro-send: timed out: 0 not delivered, 1 reply missing'
 	run -2 env MARO_MAX_PENDING=0 maro-send -t q -d x -p mute.1
 	assert_output --partial "invalid MARO_MAX_PENDING '0'"
 	run -2 env MARO_WINDOW=big maro-recv -n w

@@ -362,7 +362,7 @@ restore_entry() {
 		assert_output --partial "nested deeper than"
 	done
 	# nothing joined the group
-	run maro-peers -f json
+	run --separate-stderr maro-peers -f json
 	assert_output ""
 }
 

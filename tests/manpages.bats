@@ -60,3 +60,11 @@ pages() {
 	grep -qE 'session_type[[:space:]]+text[[:space:]]+"task" or "notification"$' <<< "$out"
 	grep -qE 'session_stage[[:space:]]+text[[:space:]]+"request", "receive" or "complete"$' <<< "$out"
 }
+
+@test "every page renders at 80 columns without a warning from troff (a line it cannot break)" {
+	local f err
+	for f in "$MARO_TOP"/man/*.[17]; do
+		err=$(MANWIDTH=80 man -l "$f" 2>&1 > /dev/null)
+		[ -z "$err" ] || fail "${f##*/}: $err"
+	done
+}

@@ -32,15 +32,81 @@ hold() {
 listed() { maro-peers -f json | jq -r .name | grep -qx "$1"; }
 
 @test "an empty group: the header alone, no JSON, exit 0" {
-	run maro-peers
+	run --separate-stderr maro-peers
 	assert_success
 	assert_output --regexp '^NAME +TYPE +HOST +ENDPOINT +PID +AGE$'
-	run maro-peers -f json
+	run --separate-stderr maro-peers -f json
 	assert_success
 	assert_output ""
-	run maro-peers -q
+	run --separate-stderr maro-peers -q
 	assert_success
 	assert_output ""
+}
+
+# what the registry holds, as a list of names: a reader must leave it as it was
+stored() {
+	if backend dir; then
+		find "${MARO_REGISTRY#dir:}" 2>/dev/null | sort
+	else
+		redis-cli -p "$(redis_port)" --scan | sort
+	fi
+}
+
+@test "a mistyped group is said, creates nothing, and exits 0 (-e: waits, then 124)" {
+	MARO_GROUP=sweep1 hold worker.1
+	before=$(stored)
+	run --separate-stderr env MARO_GROUP=sweeep1 maro-peers
+	assert_success
+	assert_output --regexp '^NAME +TYPE'
+	[ "$stderr" = "maro-peers: no group 'sweeep1' in $MARO_REGISTRY (groups: sweep1)" ]
+	run --separate-stderr maro-peers -g sweeep1 -f json
+	assert_success
+	assert_output ""
+	[[ "$stderr" == *"no group 'sweeep1'"* ]]
+	run --separate-stderr maro-peers -g sweeep1 --status
+	assert_success
+	[[ "$stderr" == *"no group 'sweeep1' in $MARO_REGISTRY (groups: sweep1)"* ]]
+	run --separate-stderr timeout 10 maro-peers -g sweeep1 -e worker=1 -W 0.5s
+	assert_failure 124
+	[[ "$stderr" == *"no group 'sweeep1' in $MARO_REGISTRY (groups: sweep1)"* ]]
+	[[ "$stderr" == *"timed out waiting for peers: worker 0 of 1 live"* ]]
+	# a prefix that matches no one is a filter, not a typo: nothing said
+	run --separate-stderr maro-peers -g sweep1 -P nothing
+	assert_success
+	[ -z "$stderr" ]
+	[ "$(stored)" = "$before" ]
+}
+
+@test "a registry directory that does not exist is said and not created" {
+	backend dir || skip "dir backend only"
+	run --separate-stderr maro-peers --registry "dir:$BATS_TEST_TMPDIR/nonexistent/deep/x"
+	assert_success
+	[ "$stderr" = "maro-peers: no group '$MARO_GROUP' in dir:$BATS_TEST_TMPDIR/nonexistent/deep/x (no such directory)" ]
+	run --separate-stderr timeout 10 maro-peers --registry "dir:$BATS_TEST_TMPDIR/nonexistent/x" -e a=1 -W 0.3s
+	assert_failure 124
+	run --separate-stderr maro-peers --registry "dir:$BATS_TEST_TMPDIR/nonexistent/x" --status -f json
+	assert_success
+	[ ! -e "$BATS_TEST_TMPDIR/nonexistent" ]
+	# nor do a broadcast or a look-up with no one to find
+	run --separate-stderr sh -c "echo '{\"tag\":\"t\"}' | maro-msg -i json | maro-bcast -g nobody -t t -W 0.5s"
+	assert_failure 69
+	[ ! -e "${MARO_REGISTRY#dir:}/nobody" ]
+}
+
+@test "-e waits for a group that does not exist yet, says so, and does not make it" {
+	bg 30 maro-peers -g late -e worker=1 -W 20s -f json > out 2> err
+	waiter=$BG_PID
+	wait_until 10 grep -q "no group 'late' in $MARO_REGISTRY" err
+	grep -q "; waiting for it" err
+	if backend dir; then
+		[ ! -e "${MARO_REGISTRY#dir:}/late" ]
+	else
+		[ -z "$(redis-cli -p "$(redis_port)" --scan --pattern 'maro:late:*')" ]
+	fi
+	MARO_GROUP=late hold worker.1
+	wait_exit "$waiter" 20
+	[ "$status" -eq 0 ]
+	[ "$(jq -r .name out)" = worker.1 ]
 }
 
 @test "text: a header and one aligned row per peer, sorted by name" {

@@ -76,7 +76,7 @@ gone() { ! kill -0 "$1" 2>/dev/null; }
 	run maro-pool -j 1 -- /nonexistent/cmd
 	assert_failure 2
 	assert_output --partial "cannot run '/nonexistent/cmd'"
-	run maro-peers -f json
+	run --separate-stderr maro-peers -f json
 	assert_output ""
 	run maro-pool --help
 	assert_success
@@ -151,7 +151,7 @@ gone() { ! kill -0 "$1" 2>/dev/null; }
 	run cat pool.err
 	assert_output --partial "finished (status 0)"
 	refute_output --partial "restart"
-	run maro-peers -f json
+	run --separate-stderr maro-peers -f json
 	assert_output ""
 }
 
@@ -228,7 +228,7 @@ gone() { ! kill -0 "$1" 2>/dev/null; }
 	run pgrep -f "$BATS_TEST_TMPDIR/job"
 	assert_failure
 	for p in $recvs; do gone "$p"; done
-	run maro-peers -f json
+	run --separate-stderr maro-peers -f json
 	assert_output ""
 }
 

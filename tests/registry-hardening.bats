@@ -237,3 +237,62 @@ acl_user() {
 	[ "$(rcli HGET "maro:B$$:m:w.1" endpoint)" != tcp://127.0.0.1:9 ]
 	rcli ACL DELUSER "ga-$$" "gb-$$" > /dev/null
 }
+
+# the files of the group directory (dir:), one name a line
+group_files() { ls -A "${MARO_REGISTRY#dir:}/$MARO_GROUP" 2>/dev/null | sort; }
+
+@test "dir: a tool refused a held name (69) leaves neither its socket nor its owner file" {
+	[ "${MARO_TEST_BACKEND:-dir}" = dir ] || skip "dir backend only"
+	bg 30 maro-recv -n svc.1 -f payload > first.out
+	wait_until 10 is_live svc.1
+	before=$(group_files)
+	[[ "$before" == *".owner."* ]]
+	[[ "$before" == *"s."* ]]
+	run -69 --separate-stderr timeout 10 maro-recv -n svc.1 -W 2s
+	[[ "$stderr" == *"name 'svc.1' is held by pid "* ]]
+	[ "$(group_files)" = "$before" ]
+	run -69 --separate-stderr timeout 10 maro-dist -n svc.1 --on 'a:b:1' cat -W 2s
+	[ "$(group_files)" = "$before" ]
+}
+
+@test "dir: the last member to leave removes the group directory; a reader never makes it" {
+	[ "${MARO_TEST_BACKEND:-dir}" = dir ] || skip "dir backend only"
+	local group_dir="${MARO_REGISTRY#dir:}/$MARO_GROUP"
+	run -0 --separate-stderr maro-peers
+	[ ! -e "$group_dir" ]
+	bg 30 maro-recv -n a -f payload > a.out
+	local a=$BG_PID
+	bg 30 maro-recv -n b -f payload > b.out
+	local b=$BG_PID
+	wait_until 10 is_live a
+	wait_until 10 is_live b
+	kill -TERM "$a"
+	wait_exit "$a" 10
+	[ -d "$group_dir" ]	# b is still there
+	kill -TERM "$b"
+	wait_exit "$b" 10
+	[ ! -e "$group_dir" ]
+	# and a member that joins after that makes it again, and is found
+	bg 30 maro-recv -n c -f payload > c.out
+	wait_until 10 is_live c
+	run -0 timeout 10 maro-send -p c -t t -d hello --notification -W 5s
+	wait_until 10 grep -qx hello c.out
+}
+
+@test "dir: members joining and leaving over and over never lose a join to the removal" {
+	[ "${MARO_TEST_BACKEND:-dir}" = dir ] || skip "dir backend only"
+	local round w
+	bg 60 sh -c 'n=0; while [ $n -lt 40 ]; do maro-recv -n churn -W 0.05s >/dev/null 2>&1; n=$((n+1)); done'
+	local churn=$BG_PID
+	for round in 1 2 3 4 5 6 7 8 9 10; do
+		bg 30 maro-recv -n "w$round" -W 20s -f payload > "w$round.out"
+		w=$BG_PID
+		wait_until 10 is_live "w$round"
+		run -0 timeout 10 maro-send -p "w$round" -t t -d "to w$round" --notification -W 5s
+		wait_until 10 grep -qx "to w$round" "w$round.out"
+		kill -TERM "$w"
+		wait_exit "$w" 10
+	done
+	wait_exit "$churn" 60
+	[ ! -e "${MARO_REGISTRY#dir:}/$MARO_GROUP" ]
+}

@@ -118,14 +118,46 @@ script_has() {
 	left_behind "maro-dist --raw --co master:weights:1"
 }
 
-@test "the tutorial scripts say their usage" {
+@test "the tutorial scripts say their usage, and where the tools are when none are found" {
 	local s
+	if PATH=/usr/bin:/bin command -v maro-peers > /dev/null; then skip "maro tools installed in /usr/bin"; fi
 	for s in sweep resume barrier broadcast; do
-		run -2 env -u MARO_BIN sh "$MARO_TOP/scripts/tutorial-$s"
-		assert_output "usage: MARO_BIN=DIR sh scripts/tutorial-$s [WORKERS]"
 		run -2 sh "$MARO_TOP/scripts/tutorial-$s" 3 extra
-		assert_output --partial usage:
+		assert_output "usage: [MARO_BIN=DIR] sh scripts/tutorial-$s [WORKERS]"
+		# out of the tree, no MARO_BIN, nothing on PATH
+		cp "$MARO_TOP/scripts/tutorial-$s" .
+		run -2 env -u MARO_BIN PATH=/usr/bin:/bin sh "./tutorial-$s"
+		assert_output "tutorial-$s: no maro tools: run make, or set MARO_BIN=DIR"
 	done
+}
+
+# page_commands: the commands the tutorial and the README give to run a
+# script from the top of the tree, unescaped, one a line: each line of the
+# page's literal blocks and each inline `...` of the README that runs
+# scripts/tutorial-* or scripts/demo (scripts/slurm-demo is tests/slurm.bats').
+page_commands() {
+	{
+		awk '/^\.Bd -literal/ { b = 1; next } /^\.Ed/ { b = 0 } b { gsub(/\\&/, ""); sub(/^[ \t]+/, ""); print }' \
+			"$MARO_TOP/man/maro-tutorial.7"
+		grep -o '`[^`]*`' "$MARO_TOP/README.md" | tr -d '`'
+		sed -n 's/^    //p' "$MARO_TOP/README.md"
+	} | grep -E '^(MARO_BIN=[^ ]+ )?sh scripts/(tutorial-[a-z]+|demo)( [0-9]+)*$' | sort -u
+}
+
+@test "the tutorial's and the README's script commands run as printed, from the top of the tree, with a clean PATH" {
+	[ "${MARO_TEST_BACKEND:-dir}" = dir ] || skip "the scripts make their own dir: registry"
+	[ "$(cd "$MARO_TOP/build/bin" 2>/dev/null && pwd -P)" = "$(cd "$MARO_BIN" && pwd -P)" ] ||
+		skip "the tools under test are not the tree's build/bin"
+	local cmd out rc n=0
+	while IFS= read -r cmd; do
+		n=$((n + 1))
+		rc=0
+		out=$(timeout 120 env -i PATH=/usr/bin:/bin HOME="$HOME" TMPDIR="$BATS_TEST_TMPDIR" \
+			sh -c "cd \"\$1\" && $cmd" sh "$MARO_TOP" 2>&1) || rc=$?
+		[ "$rc" -eq 0 ] || fail "'$cmd' exited $rc: $out"
+	done < <(page_commands)
+	# the four tutorial scripts, with and without MARO_BIN, and the demo
+	[ "$n" -ge 6 ] || fail "only $n commands found: $(page_commands)"
 }
 
 @test "maro-tutorial(7): every script it names exists, and its command blocks are lines of the scripts" {

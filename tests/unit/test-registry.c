@@ -214,6 +214,24 @@ change_redis(const char *url, const char *group, const char *name, const char *w
 }
 
 /* What every backend must do alike. */
+/* Whether maro_registry_groups names group (once). */
+static int
+group_known(struct maro_registry *r, const char *group)
+{
+	char **names = NULL;
+	size_t n = 0, i;
+	int seen = 0;
+
+	if (maro_registry_groups(r, &names, &n) < 0)
+		return 0;
+	for (i = 0; i < n; i++) {
+		seen += !strcmp(names[i], group);
+		free(names[i]);
+	}
+	free(names);
+	return seen == 1;
+}
+
 static void
 test_backend(const char *url, const char *group)
 {
@@ -234,6 +252,7 @@ test_backend(const char *url, const char *group)
 	CHECK(reg(a, "~reply.77", "tcp://127.0.0.1:5009", 0, NULL) == 0);
 	memset(&e, 0, sizeof e);
 	CHECK(maro_registry_lookup(b, "worker.1", &e) == 1);
+	CHECK(group_known(b, group));
 	CHECK(!strcmp(e.name, "worker.1") && !strcmp(e.type, "worker"));
 	CHECK(!strcmp(e.endpoint, "tcp://127.0.0.1:5001"));
 	CHECK(e.pid == getpid() && e.host[0] && e.started_ms > 1000000000000LL);
@@ -448,6 +467,42 @@ rm_rf(const char *dir)
 		fprintf(stderr, "cannot remove '%s'\n", dir);
 }
 
+/*
+ * dir: a reader (open, lookup, list, groups) makes no directory; prepare
+ * makes the group's (0700), and the handle that made it removes it empty.
+ */
+static void
+test_dir_readers(const char *dir)
+{
+	struct maro_registry *r;
+	struct maro_entry e, *v = NULL;
+	char url[600], path[700], **names = NULL;
+	size_t n = 0;
+	struct stat st;
+
+	snprintf(url, sizeof url, "dir:%s/lazy/deep", dir);
+	snprintf(path, sizeof path, "%s/lazy", dir);
+	r = maro_registry_open(url, "g", NULL, NULL, 0);
+	CHECK(r != NULL);
+	if (!r)
+		return;
+	CHECK(maro_registry_lookup(r, "a", &e) == 0);
+	CHECK(maro_registry_list(r, NULL, &v) == 0);
+	free(v);
+	CHECK(maro_registry_groups(r, &names, &n) < 0 && errno == ENOENT && n == 0);
+	CHECK(stat(path, &st) < 0 && errno == ENOENT);
+	CHECK(!strcmp(maro_registry_url(r), url) && !strcmp(maro_registry_group(r), "g"));
+	CHECK(maro_registry_prepare(r) == 0);
+	snprintf(path, sizeof path, "%s/lazy/deep/g", dir);
+	CHECK(stat(path, &st) == 0 && S_ISDIR(st.st_mode) && (st.st_mode & 0777) == 0700);
+	CHECK(maro_registry_groups(r, &names, &n) == 1 && n == 1 && !strcmp(names[0], "g"));
+	while (n > 0)
+		free(names[--n]);
+	free(names);
+	maro_registry_close(r);
+	CHECK(stat(path, &st) < 0 && errno == ENOENT);
+}
+
 void
 test_registry(void)
 {
@@ -463,8 +518,12 @@ test_registry(void)
 	test_urls(dir);
 	snprintf(url, sizeof url, "dir:%s/reg", dir);
 	test_backend(url, "g");
-	snprintf(url, sizeof url, "%s/reg/g", dir);
+	snprintf(url, sizeof url, "%s/reg", dir);
 	CHECK(stat(url, &st) == 0 && (st.st_mode & 0777) == 0700);
+	/* its last member removed the group's directory */
+	snprintf(url, sizeof url, "%s/reg/g", dir);
+	CHECK(stat(url, &st) < 0 && errno == ENOENT);
+	test_dir_readers(dir);
 	snprintf(url, sizeof url, "%s/reg", dir);
 	test_dir_garbage(url);
 	snprintf(keyfile, sizeof keyfile, "%s/group.key", dir);
