@@ -204,7 +204,7 @@ main(int argc, char **argv)
 	struct maro_input in = { 0 };
 	struct maro_buf built = { 0 };
 	const char *prefix;
-	char errbuf[512], input_error[300] = "";
+	char errbuf[512], input_error[512] = "";
 	int64_t deadline, next_hb, now;
 	ssize_t k;
 	int status = MARO_EXIT_OK, input_done = 0, input_status = 0, lingers;
@@ -278,11 +278,24 @@ main(int argc, char **argv)
 			if (rc == 0)
 				break;
 			if (rc < 0 || take(&s, p, n, decoded ? &m : NULL, &err) < 0) {
+				int text = 0;
+
 				if (rc >= 0)
 					err.offset += off;
+				/* echo hello | maro-send: say how text is sent (from the item on) */
+				if (in.kind == MARO_INPUT_CBOR) {
+					size_t avail;
+					const uint8_t *q = maro_reader_peek(&in.r, &avail);
+
+					text = rc >= 0 ? maro_cbor_looks_like_text(p, (size_t)(q + avail - p)) :
+					    maro_cbor_looks_like_text(q, avail);
+				}
 				snprintf(input_error, sizeof input_error,
-				    "malformed input at byte offset %llu: %s",
-				    (unsigned long long)err.offset, err.msg);
+				    "malformed input at byte offset %llu: %s%s",
+				    (unsigned long long)err.offset, err.msg,
+				    text ? "; it looks like text, not "
+				    "CBOR: build a message with -t TAG -d DATA, or make messages from JSON "
+				    "lines with maro-msg -i json" : "");
 				input_status = MARO_EXIT_DATAERR;
 				input_done = 1;
 				break;

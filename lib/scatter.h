@@ -48,7 +48,7 @@ struct maro_scatter {
 	int want_input;		/* the reader holds no whole item: read more */
 	int input_done;		/* the input ended (the total is known), or an error ended it */
 	int input_bad;		/* the input is not one to run (malformed, not the log's): input_error says why */
-	char input_error[300];
+	char input_error[512];
 	size_t skipped;		/* tasks not added: sc->resume has them done */
 	/* the module's */
 	int64_t next_refresh, next_check;

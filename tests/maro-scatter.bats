@@ -70,3 +70,9 @@ teardown() { default_teardown; }
 	assert_success
 	assert_output ""
 }
+
+@test "maro-scatter: lines on stdin without -t are malformed input (65) with a hint: -t TAG" {
+	run --separate-stderr timeout 10 sh -c 'seq 3 | maro-scatter -P w -W 5s'
+	[ "$status" -eq 65 ]
+	[ "$stderr" = "maro-scatter: malformed input at byte offset 0: item is not a map (a message is a CBOR map); it looks like text, not CBOR: give -t TAG to send each line as a task's payload (with --json-lines, as JSON)" ]
+}

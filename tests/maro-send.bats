@@ -165,3 +165,18 @@ teardown() { default_teardown; }
 	run -2 --separate-stderr maro-send -p w -t x -d y --no-wait
 	[[ "$stderr" == *"task requests sent with --async or --no-wait need a name for their replies (-n NAME)"* ]]
 }
+
+@test "maro-send: text on stdin is malformed input (65) with a hint: -t/-d or maro-msg -i json; CBOR that is cut, none" {
+	run --separate-stderr timeout 10 maro-send -p a -W 5s <<< hello
+	[ "$status" -eq 65 ]
+	[ "$stderr" = "maro-send: malformed input at byte offset 0: truncated CBOR item at end of input (6 bytes of it read); it looks like text, not CBOR: build a message with -t TAG -d DATA, or make messages from JSON lines with maro-msg -i json" ]
+	# a number on its line is a CBOR item, but not a message: the same hint
+	run --separate-stderr timeout 10 maro-send -p a -W 5s <<< 42
+	[ "$status" -eq 65 ]
+	[[ $stderr == *"item is not a map (a message is a CBOR map); it looks like text, not CBOR: "* ]]
+	# a message cut short is not text
+	printf '\xa1\x63tag' > cut.cbor
+	run --separate-stderr timeout 10 maro-send -p a -W 5s < cut.cbor
+	[ "$status" -eq 65 ]
+	[ "$stderr" = "maro-send: malformed input at byte offset 0: truncated CBOR item at end of input (5 bytes of it read)" ]
+}
