@@ -113,6 +113,14 @@ void maro_cli_report_rejected(struct maro_ctx *c);
 struct maro_inbox;
 void maro_cli_report_malformed(struct maro_inbox *ib);
 /*
+ * Warns, once for each source and tag (the first 20 of them), that a
+ * message matches no unit of what waits for messages (what: "no
+ * handler's event"): it is held, unacknowledged, and stays its sender's.
+ * Control characters of the peer's bytes are printed as '?'.
+ */
+struct maro_msg;
+void maro_cli_report_unmatched(const struct maro_msg *m, const char *what);
+/*
  * Warns once for each kind of failure (errno) to connect to a destination
  * (maro_outbox_error): out of descriptors says the limit and how to raise
  * it; a peer that refused the connection for want of the group key

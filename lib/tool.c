@@ -1,12 +1,14 @@
 #include <errno.h>
 #include <malloc.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include <zmq.h>
 
 #include "cli.h"
 #include "registry.h"
+#include "strset.h"
 #include "tool.h"
 
 struct maro_ctx *
@@ -185,4 +187,51 @@ maro_tool_wake(struct maro_outbox *ob, int64_t deadline, int64_t next)
 	if (deadline < wake)
 		wake = deadline;
 	return next < wake ? next : wake;
+}
+
+struct missing {
+	const struct maro_common *cm;
+	struct maro_ctx *c;
+	int64_t now, deadline;
+	int fail_fast;
+};
+
+static void
+say_missing(void *arg, const char *dest, int64_t since)
+{
+	static struct maro_strset said;
+	struct missing *m = arg;
+	const char *url = m->cm->co.registry_url ? m->cm->co.registry_url : getenv("MARO_REGISTRY");
+	char wait[64];
+
+	if ((!m->fail_fast && !maro_verbose && m->now - since < 1000000) ||
+	    maro_strset_count(&said, dest, strlen(dest)) || maro_strset_add(&said, dest, strlen(dest)) < 0)
+		return;
+	if (!url || !*url)
+		url = maro_registry_default_url();
+	if (m->fail_fast)
+		snprintf(wait, sizeof wait, "not waiting for it (--fail-fast)");
+	else if (m->deadline == INT64_MAX)
+		snprintf(wait, sizeof wait, "waiting without end; -W sets a bound");
+	else
+		snprintf(wait, sizeof wait, "waiting (-W: %llds left)",
+		    (long long)((m->deadline - m->now + 999999) / 1000000));
+	/* a redis URL may carry a password: only a dir: one is said */
+	maro_warn("no member named '%s' in group '%s' %s%s%s; %s", dest, m->c->group,
+	    strncmp(url, "dir:", 4) ? "of the " : "on ", strncmp(url, "dir:", 4) ?
+	    maro_registry_kind(m->c->reg) : url, strncmp(url, "dir:", 4) ? " registry" : "", wait);
+}
+
+size_t
+maro_tool_report_missing(const struct maro_common *cm, struct maro_ctx *c, struct maro_outbox *ob,
+    int64_t deadline, int fail_fast)
+{
+	static int64_t next;
+	struct missing m = { cm, c, maro_now_us(), deadline, fail_fast };
+
+	/* a thousand destinations are not walked at every turn */
+	if (m.now < next && !fail_fast)
+		return 0;
+	next = m.now + 200000;
+	return maro_outbox_foreach_missing(ob, say_missing, &m);
 }

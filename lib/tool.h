@@ -111,6 +111,17 @@ int64_t maro_tool_wake(struct maro_outbox *ob, int64_t deadline, int64_t next);
 void maro_tool_poll(struct maro_ctx *c, zmq_pollitem_t *items, int n, long ms);
 
 /*
+ * Says once on stderr, for each destination that messages wait for and
+ * that has no live member by its name, what is awaited ("no member named
+ * 'x' in group 'g' on dir:PATH; waiting (-W: 59s left)"): after it has
+ * been missing for 1 s, at once under -v or with fail_fast (then "not
+ * waiting for it").  Walks the destinations at most every 200 ms (but
+ * with fail_fast); returns how many are missing then, else 0.
+ */
+size_t maro_tool_report_missing(const struct maro_common *cm, struct maro_ctx *c,
+    struct maro_outbox *ob, int64_t deadline, int fail_fast);
+
+/*
  * Whether a tool's loop ends at this turn: 0 to go on, the signal's status
  * (130, 143) after SIGINT or SIGTERM, 124 at the deadline.
  */

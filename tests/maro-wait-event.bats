@@ -186,3 +186,17 @@ live() { maro-peers -f json | grep -c "\"$1" || :; }
 	assert_success
 	assert_output next-step
 }
+
+@test "maro-wait-event: a message that matches no unit is said once per source and tag, and stays unacknowledged" {
+	bg 30 maro-wait-event -n m 'worker:update:1' -f payload > got 2> wait.err
+	wait_until 10 is_live m
+	run -124 timeout 10 maro-send -n worker.1 -p m -t done -d x --notification -W 1s
+	run -124 timeout 10 maro-send -n worker.1 -p m -t done -d y --notification -W 1s
+	wait_until 10 grep -q "matches no unit" wait.err
+	run -0 timeout 10 maro-send -n worker.1 -p m -t update -d z --notification -W 5s
+	wait_exit "$BG_PID" 10
+	[ "$status" -eq 0 ]
+	assert_equal "$(cat got)" z
+	run cat wait.err
+	assert_output "maro-wait-event: message from 'worker.1' tagged 'done' matches no unit of the event; it stays unacknowledged"
+}
