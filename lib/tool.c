@@ -189,6 +189,29 @@ maro_tool_wake(struct maro_outbox *ob, int64_t deadline, int64_t next)
 	return next < wake ? next : wake;
 }
 
+void
+maro_tool_say_waiting(const struct maro_common *cm, struct maro_ctx *c, const char *what,
+    int64_t deadline, int fail_fast)
+{
+	const char *url = cm->co.registry_url ? cm->co.registry_url : getenv("MARO_REGISTRY");
+	int dir;
+	char wait[64];
+
+	if (!url || !*url)
+		url = maro_registry_default_url();
+	dir = !strncmp(url, "dir:", 4);
+	if (fail_fast)
+		snprintf(wait, sizeof wait, "not waiting for it (--fail-fast)");
+	else if (deadline == INT64_MAX)
+		snprintf(wait, sizeof wait, "waiting without end; -W sets a bound");
+	else
+		snprintf(wait, sizeof wait, "waiting (-W: %llds left)",
+		    (long long)((deadline - maro_now_us() + 999999) / 1000000));
+	/* a redis URL may carry a password: only a dir: one is said */
+	maro_warn("%s in group '%s' %s%s%s; %s", what, c->group, dir ? "on " : "of the ",
+	    dir ? url : maro_registry_kind(c->reg), dir ? "" : " registry", wait);
+}
+
 struct missing {
 	const struct maro_common *cm;
 	struct maro_ctx *c;
@@ -201,25 +224,13 @@ say_missing(void *arg, const char *dest, int64_t since)
 {
 	static struct maro_strset said;
 	struct missing *m = arg;
-	const char *url = m->cm->co.registry_url ? m->cm->co.registry_url : getenv("MARO_REGISTRY");
-	char wait[64];
+	char what[MARO_NAME_MAX + 32];
 
 	if ((!m->fail_fast && !maro_verbose && m->now - since < 1000000) ||
 	    maro_strset_count(&said, dest, strlen(dest)) || maro_strset_add(&said, dest, strlen(dest)) < 0)
 		return;
-	if (!url || !*url)
-		url = maro_registry_default_url();
-	if (m->fail_fast)
-		snprintf(wait, sizeof wait, "not waiting for it (--fail-fast)");
-	else if (m->deadline == INT64_MAX)
-		snprintf(wait, sizeof wait, "waiting without end; -W sets a bound");
-	else
-		snprintf(wait, sizeof wait, "waiting (-W: %llds left)",
-		    (long long)((m->deadline - m->now + 999999) / 1000000));
-	/* a redis URL may carry a password: only a dir: one is said */
-	maro_warn("no member named '%s' in group '%s' %s%s%s; %s", dest, m->c->group,
-	    strncmp(url, "dir:", 4) ? "of the " : "on ", strncmp(url, "dir:", 4) ?
-	    maro_registry_kind(m->c->reg) : url, strncmp(url, "dir:", 4) ? " registry" : "", wait);
+	snprintf(what, sizeof what, "no member named '%s'", dest);
+	maro_tool_say_waiting(m->cm, m->c, what, m->deadline, m->fail_fast);
 }
 
 size_t

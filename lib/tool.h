@@ -120,6 +120,12 @@ void maro_tool_poll(struct maro_ctx *c, zmq_pollitem_t *items, int n, long ms);
  */
 size_t maro_tool_report_missing(const struct maro_common *cm, struct maro_ctx *c,
     struct maro_outbox *ob, int64_t deadline, int fail_fast);
+/*
+ * Says on stderr "WHAT in group 'g' on dir:PATH; waiting (-W: 59s left)"
+ * (or without end, or "not waiting for it (--fail-fast)" with fail_fast).
+ */
+void maro_tool_say_waiting(const struct maro_common *cm, struct maro_ctx *c, const char *what,
+    int64_t deadline, int fail_fast);
 
 /*
  * Whether a tool's loop ends at this turn: 0 to go on, the signal's status
