@@ -216,37 +216,6 @@ own(void *arg, int key, char *val)
 	}
 }
 
-/*
- * Tasks that wait for a peer nobody is: said once, after a second (at
- * once under -v): no live peer matching the prefix, or a destination's
- * name that no member holds.
- */
-static void
-say_waits(struct maro_scatter *sc, const struct maro_common *cm, int64_t deadline)
-{
-	static int64_t since;
-	static int said;
-	char what[MARO_NAME_MAX + 32];
-	size_t p, live = 0;
-
-	maro_tool_report_missing(cm, sc->c, sc->ob, deadline, 0);
-	if (!sc->prefix || said)
-		return;
-	for (p = 0; p < sc->q.npeers; p++)
-		live += (sc->q.peers[p].live & 1) != 0;
-	if (live || maro_workq_queued(&sc->q) == 0) {
-		since = 0;
-		return;
-	}
-	if (!since)
-		since = maro_now_us();
-	if (!maro_verbose && maro_now_us() - since < 1000000)
-		return;
-	said = 1;
-	snprintf(what, sizeof what, "no live peer matches '%s'", sc->prefix);
-	maro_tool_say_waiting(cm, sc->c, what, deadline, 0);
-}
-
 int
 main(int argc, char **argv)
 {
@@ -324,7 +293,11 @@ main(int argc, char **argv)
 			status = MARO_EXIT_UNAVAILABLE;
 			break;
 		}
-		say_waits(sc, &cm, deadline);
+		/* tasks that wait for a peer nobody is: said, not waited for in silence */
+		maro_tool_report_missing(&cm, sc->c, sc->ob, deadline, 0);
+		if (sc->prefix)
+			maro_tool_report_no_peer(&cm, sc->c, sc->prefix,
+			    !maro_scatter_live(sc) && maro_workq_queued(&sc->q), deadline);
 		if ((rc = maro_scatter_replies(sc)) < 0)
 			maro_die(MARO_EXIT_SOFTWARE, "out of memory");
 		moved |= rc;

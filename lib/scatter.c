@@ -702,3 +702,13 @@ maro_scatter_flush_held(struct maro_scatter *sc)
 	maro_deadline = maro_now_us() + 1000000;
 	maro_workq_flush(&sc->q);
 }
+
+size_t
+maro_scatter_live(const struct maro_scatter *sc)
+{
+	size_t p, live = 0;
+
+	for (p = 0; p < sc->q.npeers; p++)
+		live += (sc->q.peers[p].live & 1) != 0;
+	return live;
+}

@@ -113,6 +113,8 @@ int maro_scatter_timeouts(struct maro_scatter *sc, int64_t now);
 int maro_scatter_dispatch(struct maro_scatter *sc);
 /* Takes the replies waiting: 1 if there were any, 0 if not, -1 with ENOMEM. */
 int maro_scatter_replies(struct maro_scatter *sc);
+/* The peers matching the prefix that are live (as last read). */
+size_t maro_scatter_live(const struct maro_scatter *sc);
 /* Tasks not answered (with async: not delivered). */
 size_t maro_scatter_missing(const struct maro_scatter *sc);
 /* The reply inbox and the outbox's sockets (max at most), in items (room for max + 1): how many. */

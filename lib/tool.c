@@ -246,3 +246,24 @@ maro_tool_report_missing(const struct maro_common *cm, struct maro_ctx *c, struc
 	next = m.now + 200000;
 	return maro_outbox_foreach_missing(ob, say_missing, &m);
 }
+
+void
+maro_tool_report_no_peer(const struct maro_common *cm, struct maro_ctx *c, const char *prefix,
+    int waiting, int64_t deadline)
+{
+	static int64_t since;
+	static int said;
+	char what[MARO_NAME_MAX + 32];
+
+	if (said || !waiting) {
+		since = 0;
+		return;
+	}
+	if (!since)
+		since = maro_now_us();
+	if (!maro_verbose && maro_now_us() - since < 1000000)
+		return;
+	said = 1;
+	snprintf(what, sizeof what, "no live peer matches '%s'", prefix);
+	maro_tool_say_waiting(cm, c, what, deadline, 0);
+}

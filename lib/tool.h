@@ -126,6 +126,13 @@ size_t maro_tool_report_missing(const struct maro_common *cm, struct maro_ctx *c
  */
 void maro_tool_say_waiting(const struct maro_common *cm, struct maro_ctx *c, const char *what,
     int64_t deadline, int fail_fast);
+/*
+ * For a work queue over a prefix: once work has waited (waiting) for a
+ * second with no live peer matching prefix (at once under -v), says so
+ * once (maro_tool_say_waiting).  Called at every turn.
+ */
+void maro_tool_report_no_peer(const struct maro_common *cm, struct maro_ctx *c, const char *prefix,
+    int waiting, int64_t deadline);
 
 /*
  * Whether a tool's loop ends at this turn: 0 to go on, the signal's status
