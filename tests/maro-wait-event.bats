@@ -111,8 +111,10 @@ live() { maro-peers -f json | grep -c "\"$1" || :; }
 	# a new barrier: worker.2's other update and two more workers hold it
 	note worker.3 update 2
 	note worker.4 update 1
-	run -0 timeout 30 maro-wait-event -n master -W 20s -f payload 'worker:update:60%'
+	run -0 --separate-stderr timeout 30 maro-wait-event -n master -W 20s -f payload 'worker:update:60%'
 	[ "${#lines[@]}" -eq 3 ]
+	# w-x's, held all along, is said: it can never count
+	[ "$stderr" = "maro-wait-event: message from 'w-x' tagged 'update' matches no unit of the event; it stays unacknowledged" ]
 	assert_line "worker.2#$((3 - ${second#worker.2#}))"
 	assert_line --regexp '^worker\.3#[12]$'
 	assert_line 'worker.4#1'
