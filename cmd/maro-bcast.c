@@ -17,6 +17,10 @@
 
 enum { OPT_JSON = 256, OPT_TASK, OPT_NOTIFICATION, OPT_ASYNC };
 
+/* echo hello | maro-bcast: say how text is sent */
+#define TEXT_HINT "; it looks like text, not CBOR: build the message with -t TAG -d DATA, " \
+	"or make it from JSON with maro-msg -i json"
+
 static const char *const synopsis[] = {
 	"< message",
 	"-t TAG [-d DATA | --json JSON] [--task | --notification] [OPTIONS]",
@@ -188,16 +192,21 @@ main(int argc, char **argv)
 			snprintf(err.msg, sizeof err.msg, "more than one message (maro-bcast sends one)");
 			rc = -1;
 		}
+		if (rc < 0) {
+			const uint8_t *q = maro_reader_peek(&r, &n);
+
+			maro_die(MARO_EXIT_DATAERR, "malformed input at byte offset %llu: %s%s",
+			    (unsigned long long)err.offset, err.msg[0] ? err.msg : strerror(errno),
+			    maro_cbor_looks_like_text(q, n) ? TEXT_HINT : "");
+		}
 		maro_reader_free(&r);
-		if (rc < 0)
-			maro_die(MARO_EXIT_DATAERR, "malformed input at byte offset %llu: %s",
-			    (unsigned long long)err.offset, err.msg[0] ? err.msg : strerror(errno));
 		if (!in.len)
 			maro_die(MARO_EXIT_DATAERR, "no message on standard input");
 	}
 	if (maro_msg_decode(&m, in.p, in.len, &err) < 0)
-		maro_die(MARO_EXIT_DATAERR, "malformed input at byte offset %llu: %s",
-		    (unsigned long long)err.offset, err.msg);
+		maro_die(MARO_EXIT_DATAERR, "malformed input at byte offset %llu: %s%s",
+		    (unsigned long long)err.offset, err.msg,
+		    maro_cbor_looks_like_text(in.p, in.len) ? TEXT_HINT : "");
 
 	b.c = maro_tool_open(&cm, &deadline);
 	now = maro_now_us();

@@ -184,6 +184,18 @@ run_once(struct dist *d, struct maro_handler_entry *h)
 		    how, d->x.failed_notes, d->x.failed_notes == 1 ? "" : "s");
 }
 
+/* Whether a message could ever count toward a handler's event. */
+static int
+matched(const struct maro_handler_set *hs, const struct maro_msg *m)
+{
+	struct maro_event_msg em = { m->source, m->tag };
+
+	for (int i = 0; i < hs->n; i++)
+		if (maro_event_matches_any(&hs->h[i].ev, &em))
+			return 1;
+	return 0;
+}
+
 /* Tries every handler in order; runs the first whose event holds.  1 when the loop must end. */
 static int
 dispatch(struct dist *d, int *ran)
@@ -340,6 +352,9 @@ main(int argc, char **argv)
 			}
 			if (maro_hold_put(&d.hold, &dl, maro_handler_set_resent, &d.hs) < 0)
 				maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+			/* one no handler takes (a notification) would wait in silence */
+			if (!matched(&d.hs, &dl.msg))
+				maro_cli_report_unmatched(&dl.msg, "no handler's event");
 		}
 		if (!stop) {
 			do

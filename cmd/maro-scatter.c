@@ -325,6 +325,11 @@ main(int argc, char **argv)
 			status = MARO_EXIT_UNAVAILABLE;
 			break;
 		}
+		/* tasks that wait for a peer nobody is: said, not waited for in silence */
+		maro_tool_report_missing(&cm, sc->c, sc->ob, deadline, 0);
+		if (sc->prefix)
+			maro_tool_report_no_peer(&cm, sc->c, sc->prefix,
+			    !maro_scatter_live(sc) && maro_workq_queued(&sc->q), deadline);
 		if ((rc = maro_scatter_replies(sc)) < 0)
 			maro_die(MARO_EXIT_SOFTWARE, "out of memory");
 		moved |= rc;

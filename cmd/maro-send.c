@@ -16,7 +16,7 @@
 #include "send.h"
 #include "session.h"
 
-enum { OPT_JSON = 256, OPT_TASK, OPT_NOTIFICATION, OPT_ASYNC, OPT_NO_WAIT };
+enum { OPT_JSON = 256, OPT_TASK, OPT_NOTIFICATION, OPT_ASYNC, OPT_NO_WAIT, OPT_FAIL_FAST };
 
 static const char *const synopsis[] = {
 	"< messages",
@@ -38,6 +38,8 @@ static const struct maro_opt opts[] = {
 	    OPT_ASYNC, 0, 0 },
 	{ "no-wait", 0, NULL, "best effort: send once, wait for no acknowledgement", NULL,
 	    OPT_NO_WAIT, 0, 0 },
+	{ "fail-fast", 0, NULL, "a peer name with no live member is 69 at once, not waited for", NULL,
+	    OPT_FAIL_FAST, 0, 0 },
 	MARO_OPT_SHARED_AS(MARO_SH_QUIET, "say nothing of what was not delivered", 0),
 	{ 0 },
 };
@@ -53,6 +55,7 @@ struct sender {
 	struct maro_send t;	/* the outbox, the requester, the peers given (lib/send) */
 	int quiet;
 	int no_wait;		/* best effort: sent once, no acknowledgement awaited */
+	int fail_fast;		/* a name with no live member: 69 at once */
 	struct maro_tool_out out;
 	uint64_t delivered, failed, replies_got, reported;
 	uint64_t no_handler, task_failed;	/* failure replies (maro(7), SESSIONS) */
@@ -191,6 +194,7 @@ own(void *arg, int key, char *val)
 	case OPT_NOTIFICATION: a->b->notification = 1; break;
 	case OPT_ASYNC: a->s->t.async = 1; break;
 	case OPT_NO_WAIT: a->s->t.async = a->s->no_wait = 1; break;
+	case OPT_FAIL_FAST: a->s->fail_fast = 1; break;
 	}
 }
 
@@ -204,7 +208,7 @@ main(int argc, char **argv)
 	struct maro_input in = { 0 };
 	struct maro_buf built = { 0 };
 	const char *prefix;
-	char errbuf[512], input_error[300] = "";
+	char errbuf[512], input_error[512] = "";
 	int64_t deadline, next_hb, now;
 	ssize_t k;
 	int status = MARO_EXIT_OK, input_done = 0, input_status = 0, lingers;
@@ -278,11 +282,24 @@ main(int argc, char **argv)
 			if (rc == 0)
 				break;
 			if (rc < 0 || take(&s, p, n, decoded ? &m : NULL, &err) < 0) {
+				int text = 0;
+
 				if (rc >= 0)
 					err.offset += off;
+				/* echo hello | maro-send: say how text is sent (from the item on) */
+				if (in.kind == MARO_INPUT_CBOR) {
+					size_t avail;
+					const uint8_t *q = maro_reader_peek(&in.r, &avail);
+
+					text = rc >= 0 ? maro_cbor_looks_like_text(p, (size_t)(q + avail - p)) :
+					    maro_cbor_looks_like_text(q, avail);
+				}
 				snprintf(input_error, sizeof input_error,
-				    "malformed input at byte offset %llu: %s",
-				    (unsigned long long)err.offset, err.msg);
+				    "malformed input at byte offset %llu: %s%s",
+				    (unsigned long long)err.offset, err.msg,
+				    text ? "; it looks like text, not "
+				    "CBOR: build a message with -t TAG -d DATA, or make messages from JSON "
+				    "lines with maro-msg -i json" : "");
 				input_status = MARO_EXIT_DATAERR;
 				input_done = 1;
 				break;
@@ -294,6 +311,11 @@ main(int argc, char **argv)
 		maro_outbox_run(s.t.ob);
 		if (maro_cli_report_outbox(s.t.ob) == EKEYREJECTED)
 			s.refused = 1;
+		/* a name nobody holds is said, not waited for in silence */
+		if (maro_tool_report_missing(&cm, s.t.c, s.t.ob, deadline, s.fail_fast) && s.fail_fast) {
+			status = MARO_EXIT_UNAVAILABLE;
+			break;
+		}
 		if (s.t.rq.inbox)
 			drain_replies(&s);
 		/*
@@ -348,7 +370,7 @@ main(int argc, char **argv)
 		/* some went: incomplete; none: a timeout */
 		if (s.delivered || maro_outbox_pending(s.t.ob) > unsent)
 			status = MARO_EXIT_INCOMPLETE;
-	} else if (status == MARO_EXIT_TIMEOUT || maro_signal || s.failed) {
+	} else if (status == MARO_EXIT_TIMEOUT || status == MARO_EXIT_UNAVAILABLE || maro_signal || s.failed) {
 		size_t undelivered = maro_outbox_pending(s.t.ob) + s.failed;
 		size_t missing = maro_requester_owed(&s.t.rq);
 

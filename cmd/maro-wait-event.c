@@ -139,9 +139,15 @@ main(int argc, char **argv)
 				maro_info("%s", maro_registry_error(c->reg));
 			next_live = now + 250000;
 		}
-		while (w.hold.n < MAX_HELD && maro_inbox_next(ib, &d) == 1)
+		while (w.hold.n < MAX_HELD && maro_inbox_next(ib, &d) == 1) {
+			struct maro_event_msg em = { d.msg.source, d.msg.tag };
+
 			if (maro_hold_put(&w.hold, &d, NULL, NULL) < 0)
 				maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+			/* one that can never count would wait in silence */
+			if (!maro_event_matches_any(&w.ev, &em))
+				maro_cli_report_unmatched(&d.msg, "no unit of the event");
+		}
 		if (maro_hold_match(&w.hold, &w.ev, w.live, w.have, w.need)) {
 			if (put_held(&w, ib, &out, &line, fmt, quiet, 1) == 0 &&
 			    (maro_writer_flush(&out) == 0 || errno == EPIPE))

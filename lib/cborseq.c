@@ -655,3 +655,30 @@ keep:
 	errno = e;
 	return -1;
 }
+
+int
+maro_cbor_looks_like_text(const uint8_t *p, size_t n)
+{
+	size_t i, k, more;
+	int nl = 0;
+
+	if (n > 4096)
+		n = 4096;
+	for (i = 0; i < n; i++) {
+		if (p[i] == '\n') {
+			nl = 1;
+		} else if (p[i] == '\t' || p[i] == '\r' || (p[i] >= 0x20 && p[i] < 0x7f)) {
+			continue;
+		} else if (p[i] >= 0xc2 && p[i] <= 0xf4) {
+			more = p[i] >= 0xf0 ? 3 : p[i] >= 0xe0 ? 2 : 1;
+			/* a character cut by the 4 KiB look counts as text */
+			for (k = 1; k <= more && i + k < n; k++)
+				if ((p[i + k] & 0xc0) != 0x80)
+					return 0;
+			i += more;
+		} else {
+			return 0;
+		}
+	}
+	return nl;
+}

@@ -145,6 +145,14 @@ const uint8_t *maro_reader_peek(const struct maro_reader *r, size_t *avail);
 void maro_reader_skip(struct maro_reader *r, size_t len, uint64_t *off);
 
 /*
+ * Whether p[0..n) looks like lines of text rather than CBOR: UTF-8 of
+ * printable characters, tabs and line ends (its first 4 KiB looked at),
+ * with a newline among them.  A CBOR message never does (it starts with a
+ * map's head, 0xa0 to 0xbf); tools add a hint to "malformed input" then.
+ */
+int maro_cbor_looks_like_text(const uint8_t *p, size_t n);
+
+/*
  * When set (maro_cli_catch_signals points it at maro_signal) and nonzero,
  * a read or write that a signal interrupts (EINTR) is not tried again:
  * the call fails with EINTR, so that a tool blocked on a full pipe or an

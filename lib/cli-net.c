@@ -15,7 +15,9 @@
 #include "expect.h"
 #include "inbox.h"
 #include "outbox.h"
+#include "message.h"
 #include "registry.h"
+#include "strset.h"
 #include "transport.h"
 
 int
@@ -166,6 +168,36 @@ maro_cli_report_malformed(struct maro_inbox *ib)
 		    "LIMITS in maro(7))", (unsigned long long)(n - seen), n - seen == 1 ? "" : "s",
 		    n - seen == 1 ? "" : "s");
 	seen = n;
+}
+
+/* A peer's text for stderr: at most MARO_NAME_MAX bytes, control characters as '?'. */
+static void
+peer_text(char out[MARO_NAME_MAX + 1], struct maro_str s)
+{
+	size_t i, n = s.n < MARO_NAME_MAX ? s.n : MARO_NAME_MAX;
+
+	for (i = 0; i < n; i++)
+		out[i] = (unsigned char)s.p[i] < 0x20 || s.p[i] == 0x7f ? '?' : s.p[i];
+	out[n] = '\0';
+}
+
+void
+maro_cli_report_unmatched(const struct maro_msg *m, const char *what)
+{
+	static struct maro_strset said;
+	char src[MARO_NAME_MAX + 1], tag[MARO_NAME_MAX + 1], key[2 * MARO_NAME_MAX + 2];
+	size_t n;
+
+	if (said.used >= 20)
+		return;
+	peer_text(src, m->source);
+	peer_text(tag, m->tag);
+	n = (size_t)snprintf(key, sizeof key, "%s%c%s", src, 0, tag);
+	if (maro_strset_count(&said, key, n) || maro_strset_add(&said, key, n) < 0)
+		return;
+	maro_warn("message %s%s%s tagged '%s' matches %s; it stays unacknowledged%s",
+	    src[0] ? "from '" : "with no source", src, src[0] ? "'" : "", tag, what,
+	    said.used == 20 ? " (no more such messages are said)" : "");
 }
 
 void

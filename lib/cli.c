@@ -2,6 +2,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -265,10 +266,35 @@ maro_cli_close_stdout(int status)
 	return status;
 }
 
+/*
+ * A tool that caught SIGINT, SIGTERM or SIGHUP and cleaned up dies of it,
+ * so that the shell that runs it sees a child killed by the signal and
+ * stops its script too (sh and bash go on after a child that exited 130:
+ * they take it that the child handled the signal).  Every output stream is
+ * flushed first: nothing runs after the signal.
+ */
+static void
+die_of_signal(void)
+{
+	int sig = maro_signal;
+	sigset_t set;
+
+	if (!sig)
+		return;
+	fflush(NULL);
+	signal(sig, SIG_DFL);
+	sigemptyset(&set);
+	sigaddset(&set, sig);
+	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+	raise(sig);
+}
+
 void
 maro_cli_exit_now(int status)
 {
-	_exit(maro_cli_close_stdout(status));
+	status = maro_cli_close_stdout(status);
+	die_of_signal();
+	_exit(status);
 }
 
 static void
@@ -286,13 +312,18 @@ on_signal(int sig)
 void
 maro_cli_catch_signals(void)
 {
+	static int hooked;
 	struct sigaction sa;
 
+	/* every way out of a tool, return from main and exit() alike */
+	if (!hooked++)
+		atexit(die_of_signal);
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = on_signal;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
 	/* a blocked read or write of a stream gives up on them */
 	maro_io_interrupt = &maro_signal;
 	maro_io_deadline = &maro_deadline;
@@ -301,5 +332,7 @@ maro_cli_catch_signals(void)
 int
 maro_signal_status(void)
 {
+	if (maro_signal == SIGHUP)
+		return MARO_EXIT_HANGUP;
 	return maro_signal == SIGTERM ? MARO_EXIT_TERMINATED : MARO_EXIT_INTERRUPTED;
 }

@@ -26,6 +26,7 @@ enum {
 	MARO_EXIT_UNAVAILABLE = 69,
 	MARO_EXIT_SOFTWARE = 70,
 	MARO_EXIT_TIMEOUT = 124,
+	MARO_EXIT_HANGUP = 129,
 	MARO_EXIT_INTERRUPTED = 130,
 	MARO_EXIT_TERMINATED = 143,
 };
@@ -66,9 +67,12 @@ uint64_t maro_cli_count(const char *flag, const char *arg);
 enum maro_format maro_cli_format(const char *arg);
 
 /*
- * SIGINT and SIGTERM set maro_signal (clock.h; handlers installed without
- * SA_RESTART, so a blocking call returns EINTR and the tool can leave the
- * registry cleanly); maro_signal_status() is then 130 or 143.
+ * SIGINT, SIGTERM and SIGHUP set maro_signal (clock.h; handlers installed
+ * without SA_RESTART, so a blocking call returns EINTR and the tool can
+ * leave the registry cleanly); maro_signal_status() is then 130, 143 or
+ * 129.  However the tool then leaves (return from main, exit,
+ * maro_cli_exit_now), it flushes its streams and dies of that signal, its
+ * default action restored: the shell sees 130/143/129 and stops its script.
  */
 void maro_cli_catch_signals(void);
 int maro_signal_status(void);
@@ -98,7 +102,8 @@ int maro_cli_no_group(struct maro_registry *r, char *buf, size_t len);
  */
 int maro_cli_close_stdout(int status);
 /*
- * exit(status) by _exit(2) once stdout is flushed (maro_cli_close_stdout):
+ * exit(status) by _exit(2) once stdout is flushed (maro_cli_close_stdout),
+ * or death by the signal that came (maro_cli_catch_signals):
  * for a tool whose ZeroMQ context was left to the exit (maro_ctx_abandon),
  * whose threads must not meet exit's destructors.
  */
@@ -127,6 +132,14 @@ void maro_cli_report_rejected(struct maro_ctx *c);
  */
 struct maro_inbox;
 void maro_cli_report_malformed(struct maro_inbox *ib);
+/*
+ * Warns, once for each source and tag (the first 20 of them), that a
+ * message matches no unit of what waits for messages (what: "no
+ * handler's event"): it is held, unacknowledged, and stays its sender's.
+ * Control characters of the peer's bytes are printed as '?'.
+ */
+struct maro_msg;
+void maro_cli_report_unmatched(const struct maro_msg *m, const char *what);
 /*
  * Warns once for each kind of failure (errno) to connect to a destination
  * (maro_outbox_error): out of descriptors says the limit and how to raise

@@ -43,7 +43,7 @@ long maro_wait_ms(int64_t wake);
 int64_t maro_budget_us(int64_t cap, int64_t floor);
 
 /*
- * The signal (SIGINT, SIGTERM) that ends the run, 0 before one came; set
+ * The signal (SIGINT, SIGTERM, SIGHUP) that ends the run, 0 before one came; set
  * by the handler cli installs (maro_cli_catch_signals).
  */
 extern volatile sig_atomic_t maro_signal;

@@ -358,6 +358,15 @@ maro_event_unit_matches(const struct maro_event_unit *u, const struct maro_event
 	return 1;
 }
 
+int
+maro_event_matches_any(const struct maro_event *e, const struct maro_event_msg *m)
+{
+	for (int u = 0; u < e->nunits; u++)
+		if (maro_event_unit_matches(&e->units[u], m))
+			return 1;
+	return 0;
+}
+
 void
 maro_event_unit_text(const struct maro_event_unit *u, char *out, size_t len)
 {

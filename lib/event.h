@@ -75,5 +75,7 @@ int maro_event_match(const struct maro_event *e, const struct maro_event_msg *ms
 void maro_event_unit_text(const struct maro_event_unit *u, char *out, size_t len);
 /* Does a message match the unit's source and tag? */
 int maro_event_unit_matches(const struct maro_event_unit *u, const struct maro_event_msg *m);
+/* Does a message match the source and tag of any unit of e (could it ever count)? */
+int maro_event_matches_any(const struct maro_event *e, const struct maro_event_msg *m);
 
 #endif

@@ -1182,3 +1182,22 @@ maro_outbox_foreach_pending(struct maro_outbox *ob,
 		}
 	}
 }
+
+size_t
+maro_outbox_foreach_missing(struct maro_outbox *ob,
+    void (*fn)(void *arg, const char *dest, int64_t since), void *arg)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < ob->ndests; i++) {
+		struct dest *d = ob->dests[i];
+
+		/* reply inboxes ('~') are the requester's, not a name anyone typed */
+		if (!d->missing_since || d->head == d->tail || d->name[0] == '~')
+			continue;
+		n++;
+		if (fn)
+			fn(arg, d->name, d->missing_since);
+	}
+	return n;
+}

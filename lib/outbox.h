@@ -163,6 +163,13 @@ void maro_outbox_linger(struct maro_outbox *ob, int ms);
 int maro_outbox_ready(struct maro_outbox *ob, const char *dest);
 uint64_t maro_outbox_acked(const struct maro_outbox *ob);
 uint64_t maro_outbox_resent(const struct maro_outbox *ob);
+/*
+ * Calls fn for every destination with messages queued whose name had no
+ * live entry at its last look-up (nobody holds it, or its holder died),
+ * with since when (monotonic us); returns how many.  fn may be NULL.
+ */
+size_t maro_outbox_foreach_missing(struct maro_outbox *ob,
+    void (*fn)(void *arg, const char *dest, int64_t since), void *arg);
 /* Calls fn for every message not yet acknowledged (for reports at a deadline). */
 void maro_outbox_foreach_pending(struct maro_outbox *ob,
     void (*fn)(void *arg, const char *dest, const uint8_t *msg, size_t n), void *arg);

@@ -220,9 +220,18 @@ maro_scatter_take(struct maro_scatter *sc, struct maro_reader *r, size_t max)
 			snprintf(sc->input_error, sizeof sc->input_error, "malformed input at line %llu: %s",
 			    (unsigned long long)sc->in.lineno, err.msg);
 		} else {
+			size_t avail;
+			const uint8_t *q = maro_reader_peek(r, &avail), *end = q + avail;
+
+			/* seq 10 | maro-scatter: say how lines are sent (from the item on) */
+			if (rc > 0)
+				q = p;
 			snprintf(sc->input_error, sizeof sc->input_error,
-			    "malformed input at byte offset %llu: %s",
-			    (unsigned long long)(err.offset + (rc > 0 ? off : 0)), err.msg);
+			    "malformed input at byte offset %llu: %s%s",
+			    (unsigned long long)(err.offset + (rc > 0 ? off : 0)), err.msg,
+			    maro_cbor_looks_like_text(q, (size_t)(end - q)) ? "; it looks like text, not "
+			    "CBOR: give -t TAG to send each line as a task's payload (with --json-lines, "
+			    "as JSON)" : "");
 		}
 		sc->input_bad = 1;
 		sc->input_done = 1;
@@ -721,4 +730,14 @@ maro_scatter_flush_held(struct maro_scatter *sc)
 	maro_io_interrupt = NULL;
 	maro_deadline = maro_now_us() + 1000000;
 	maro_workq_flush(&sc->q);
+}
+
+size_t
+maro_scatter_live(const struct maro_scatter *sc)
+{
+	size_t p, live = 0;
+
+	for (p = 0; p < sc->q.npeers; p++)
+		live += (sc->q.peers[p].live & 1) != 0;
+	return live;
 }

@@ -48,7 +48,7 @@ struct maro_scatter {
 	int want_input;		/* the reader holds no whole item: read more */
 	int input_done;		/* the input ended (the total is known), or an error ended it */
 	int input_bad;		/* the input is not one to run (malformed, not the log's): input_error says why */
-	char input_error[300];
+	char input_error[512];
 	size_t skipped;		/* tasks not added: sc->resume has them done */
 	/* the module's */
 	int64_t next_refresh, next_check;
@@ -113,6 +113,8 @@ int maro_scatter_timeouts(struct maro_scatter *sc, int64_t now);
 int maro_scatter_dispatch(struct maro_scatter *sc);
 /* Takes the replies waiting: 1 if there were any, 0 if not, -1 with ENOMEM. */
 int maro_scatter_replies(struct maro_scatter *sc);
+/* The peers matching the prefix that are live (as last read). */
+size_t maro_scatter_live(const struct maro_scatter *sc);
 /* Tasks not answered (with async: not delivered). */
 size_t maro_scatter_missing(const struct maro_scatter *sc);
 /*

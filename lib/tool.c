@@ -1,12 +1,14 @@
 #include <errno.h>
 #include <malloc.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include <zmq.h>
 
 #include "cli.h"
 #include "registry.h"
+#include "strset.h"
 #include "tool.h"
 
 struct maro_ctx *
@@ -190,4 +192,83 @@ maro_tool_wake(struct maro_outbox *ob, int64_t deadline, int64_t next)
 	if (deadline < wake)
 		wake = deadline;
 	return next < wake ? next : wake;
+}
+
+void
+maro_tool_say_waiting(const struct maro_common *cm, struct maro_ctx *c, const char *what,
+    int64_t deadline, int fail_fast)
+{
+	const char *url = cm->co.registry_url ? cm->co.registry_url : getenv("MARO_REGISTRY");
+	int dir;
+	char wait[64];
+
+	if (!url || !*url)
+		url = maro_registry_default_url();
+	dir = !strncmp(url, "dir:", 4);
+	if (fail_fast)
+		snprintf(wait, sizeof wait, "not waiting for it (--fail-fast)");
+	else if (deadline == INT64_MAX)
+		snprintf(wait, sizeof wait, "waiting without end; -W sets a bound");
+	else
+		snprintf(wait, sizeof wait, "waiting (-W: %llds left)",
+		    (long long)((deadline - maro_now_us() + 999999) / 1000000));
+	/* a redis URL may carry a password: only a dir: one is said */
+	maro_warn("%s in group '%s' %s%s%s; %s", what, c->group, dir ? "on " : "of the ",
+	    dir ? url : maro_registry_kind(c->reg), dir ? "" : " registry", wait);
+}
+
+struct missing {
+	const struct maro_common *cm;
+	struct maro_ctx *c;
+	int64_t now, deadline;
+	int fail_fast;
+};
+
+static void
+say_missing(void *arg, const char *dest, int64_t since)
+{
+	static struct maro_strset said;
+	struct missing *m = arg;
+	char what[MARO_NAME_MAX + 32];
+
+	if ((!m->fail_fast && !maro_verbose && m->now - since < 1000000) ||
+	    maro_strset_count(&said, dest, strlen(dest)) || maro_strset_add(&said, dest, strlen(dest)) < 0)
+		return;
+	snprintf(what, sizeof what, "no member named '%s'", dest);
+	maro_tool_say_waiting(m->cm, m->c, what, m->deadline, m->fail_fast);
+}
+
+size_t
+maro_tool_report_missing(const struct maro_common *cm, struct maro_ctx *c, struct maro_outbox *ob,
+    int64_t deadline, int fail_fast)
+{
+	static int64_t next;
+	struct missing m = { cm, c, maro_now_us(), deadline, fail_fast };
+
+	/* a thousand destinations are not walked at every turn */
+	if (m.now < next && !fail_fast)
+		return 0;
+	next = m.now + 200000;
+	return maro_outbox_foreach_missing(ob, say_missing, &m);
+}
+
+void
+maro_tool_report_no_peer(const struct maro_common *cm, struct maro_ctx *c, const char *prefix,
+    int waiting, int64_t deadline)
+{
+	static int64_t since;
+	static int said;
+	char what[MARO_NAME_MAX + 32];
+
+	if (said || !waiting) {
+		since = 0;
+		return;
+	}
+	if (!since)
+		since = maro_now_us();
+	if (!maro_verbose && maro_now_us() - since < 1000000)
+		return;
+	said = 1;
+	snprintf(what, sizeof what, "no live peer matches '%s'", prefix);
+	maro_tool_say_waiting(cm, c, what, deadline, 0);
 }

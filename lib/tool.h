@@ -119,6 +119,30 @@ int64_t maro_tool_wake(struct maro_outbox *ob, int64_t deadline, int64_t next);
 void maro_tool_poll(struct maro_ctx *c, zmq_pollitem_t *items, int n, long ms);
 
 /*
+ * Says once on stderr, for each destination that messages wait for and
+ * that has no live member by its name, what is awaited ("no member named
+ * 'x' in group 'g' on dir:PATH; waiting (-W: 59s left)"): after it has
+ * been missing for 1 s, at once under -v or with fail_fast (then "not
+ * waiting for it").  Walks the destinations at most every 200 ms (but
+ * with fail_fast); returns how many are missing then, else 0.
+ */
+size_t maro_tool_report_missing(const struct maro_common *cm, struct maro_ctx *c,
+    struct maro_outbox *ob, int64_t deadline, int fail_fast);
+/*
+ * Says on stderr "WHAT in group 'g' on dir:PATH; waiting (-W: 59s left)"
+ * (or without end, or "not waiting for it (--fail-fast)" with fail_fast).
+ */
+void maro_tool_say_waiting(const struct maro_common *cm, struct maro_ctx *c, const char *what,
+    int64_t deadline, int fail_fast);
+/*
+ * For a work queue over a prefix: once work has waited (waiting) for a
+ * second with no live peer matching prefix (at once under -v), says so
+ * once (maro_tool_say_waiting).  Called at every turn.
+ */
+void maro_tool_report_no_peer(const struct maro_common *cm, struct maro_ctx *c, const char *prefix,
+    int waiting, int64_t deadline);
+
+/*
  * Whether a tool's loop ends at this turn: 0 to go on, the signal's status
  * (130, 143) after SIGINT or SIGTERM, 124 at the deadline.
  */

@@ -18,12 +18,21 @@ $MARO_TOP/tests/lint/pitfalls.txt:15: a negated command never fails a test here:
 	assert_output ''
 }
 
-@test "lint-traps: a trap on INT or TERM that does not exit is named, exit 1; one that exits, a reset or an ignore is fine" {
+@test "lint-traps: a trap on INT, TERM or HUP that does not die of its signal is named, exit 1; one that does, a reset or an ignore is fine" {
 	run -1 sh "$MARO_TOP/scripts/lint-traps" "$MARO_TOP/tests/lint/traps.txt"
-	[ "${#lines[@]}" -eq 3 ]
-	assert_line --index 0 --partial "traps.txt:2: a trap on INT, TERM or HUP that does not exit"
-	assert_line --index 1 --partial "traps.txt:3: "
-	assert_line --index 2 --partial "traps.txt:4: "
+	[ "${#lines[@]}" -eq 9 ]
+	assert_line --index 0 "$MARO_TOP/tests/lint/traps.txt:2: a trap on INT that does not end with 'trap - INT; kill -INT \$\$': whoever runs the script goes on after the signal"
+	assert_line --index 1 --partial "traps.txt:2: a trap on TERM "
+	assert_line --index 2 --partial "traps.txt:3: a trap on INT "
+	assert_line --index 3 --partial "traps.txt:4: a trap on TERM "
+	# exit 130 is a child that handled the signal, to the shell that runs it
+	assert_line --index 4 --partial "traps.txt:6: a trap on INT "
+	assert_line --index 5 --partial "traps.txt:7: a trap on TERM "
+	# the wrong signal raised; raised without a reset (the trap again)
+	assert_line --index 6 --partial "traps.txt:12: a trap on TERM "
+	assert_line --index 7 --partial "traps.txt:13: a trap on INT "
+	# a function that raises nothing
+	assert_line --index 8 --partial "traps.txt:21: a trap on INT "
 	# the project's scripts as they are
 	run -0 sh "$MARO_TOP/scripts/lint-traps" "$MARO_TOP"/scripts/*
 }

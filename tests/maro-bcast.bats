@@ -57,3 +57,9 @@ teardown() { default_teardown; }
 	run maro-bcast -t a -d 1 -d 2
 	assert_failure 2
 }
+
+@test "maro-bcast: text on stdin is malformed input (65) with a hint: -t/-d or maro-msg -i json" {
+	run --separate-stderr timeout 10 maro-bcast -P a -W 5s <<< hello
+	[ "$status" -eq 65 ]
+	[ "$stderr" = "maro-bcast: malformed input at byte offset 0: truncated CBOR item at end of input (6 bytes of it read); it looks like text, not CBOR: build the message with -t TAG -d DATA, or make it from JSON with maro-msg -i json" ]
+}

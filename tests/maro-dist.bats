@@ -618,3 +618,16 @@ group_of() { ps -e -o pgid=,stat=,pid= | awk -v g="$1" '$1 == g && $2 !~ /^Z/ { 
 	assert_output $'{"n":4,"sq":16}\n{"n":5,"sq":25}'
 	[[ "$stderr" == *"line 2 of the input given up after 1 failed attempt ('worker.1': the handler's line is not JSON"*"): payload \"bad\""* ]]
 }
+
+@test "maro-dist: a notification no handler's event takes is said once per source and tag, and stays unacknowledged" {
+	bg 30 maro-dist -n w.1 --on 'master:stop:1' --exit 2> dist.err
+	wait_until 10 is_live w.1
+	# a stop sent without -n master: no source, and so no handler
+	run -124 timeout 10 maro-send -p w.1 -t stop -d x --notification -W 1s
+	run -124 timeout 10 maro-send -p w.1 -t stop -d x --notification -W 1s
+	wait_until 10 grep -q "matches no handler" dist.err
+	run cat dist.err
+	assert_output "maro-dist: message with no source tagged 'stop' matches no handler's event; it stays unacknowledged"
+	# the same from master ends it
+	run -0 timeout 10 maro-send -n master -p w.1 -t stop -d x --notification -W 5s
+}

@@ -143,3 +143,22 @@ teardown() { default_teardown; }
 	assert_equal "$(grep '^worker.1 ' runs | sort | uniq -d)" ""
 	assert_equal "$(grep '^worker.2 ' runs | cut -d ' ' -f 2 | sort -n | tr '\n' ' ')" "1 2 3 4 5 6 7 8 "
 }
+
+@test "maro-scatter: lines on stdin without -t are malformed input (65) with a hint: -t TAG" {
+	run --separate-stderr timeout 10 sh -c 'seq 3 | maro-scatter -P w -W 5s'
+	[ "$status" -eq 65 ]
+	[ "$stderr" = "maro-scatter: malformed input at byte offset 0: item is not a map (a message is a CBOR map); it looks like text, not CBOR: give -t TAG to send each line as a task's payload (with --json-lines, as JSON)" ]
+}
+
+@test "maro-scatter: tasks for a prefix no live peer matches, or a name nobody holds, are said once after a second" {
+	local where="on $MARO_REGISTRY"
+	[[ $MARO_REGISTRY == dir:* ]] || where="of the redis registry"
+	run --separate-stderr timeout 10 sh -c 'seq 3 | maro-scatter -P nobody -t t -W 2.5s'
+	[ "$status" -eq 124 ]
+	[ "$(grep -c 'no live peer matches' <<< "$stderr")" -eq 1 ]
+	[[ $(head -n 1 <<< "$stderr") =~ ^"maro-scatter: no live peer matches 'nobody' in group '$MARO_GROUP' $where; waiting (-W: "[12]"s left)"$ ]]
+	maro-msg -t x --json 1 -p nobody > task.cbor
+	run --separate-stderr timeout 10 maro-scatter -W 2.5s < task.cbor
+	[ "$status" -eq 124 ]
+	[[ $(head -n 1 <<< "$stderr") =~ ^"maro-scatter: no member named 'nobody' in group '$MARO_GROUP' $where; waiting (-W: "[12]"s left)"$ ]]
+}

@@ -165,3 +165,66 @@ teardown() { default_teardown; }
 	run -2 --separate-stderr maro-send -p w -t x -d y --no-wait
 	[[ "$stderr" == *"task requests sent with --async or --no-wait need a name for their replies (-n NAME)"* ]]
 }
+
+@test "maro-send: text on stdin is malformed input (65) with a hint: -t/-d or maro-msg -i json; CBOR that is cut, none" {
+	run --separate-stderr timeout 10 maro-send -p a -W 5s <<< hello
+	[ "$status" -eq 65 ]
+	[ "$stderr" = "maro-send: malformed input at byte offset 0: truncated CBOR item at end of input (6 bytes of it read); it looks like text, not CBOR: build a message with -t TAG -d DATA, or make messages from JSON lines with maro-msg -i json" ]
+	# a number on its line is a CBOR item, but not a message: the same hint
+	run --separate-stderr timeout 10 maro-send -p a -W 5s <<< 42
+	[ "$status" -eq 65 ]
+	[[ $stderr == *"item is not a map (a message is a CBOR map); it looks like text, not CBOR: "* ]]
+	# a message cut short is not text
+	printf '\xa1\x63tag' > cut.cbor
+	run --separate-stderr timeout 10 maro-send -p a -W 5s < cut.cbor
+	[ "$status" -eq 65 ]
+	[ "$stderr" = "maro-send: malformed input at byte offset 0: truncated CBOR item at end of input (5 bytes of it read)" ]
+}
+
+# A name nobody holds is waited for until -W, but not in silence.
+@test "maro-send to a name nobody holds says once, after a second, what it waits for; -v at once" {
+	run --separate-stderr timeout 10 maro-send -p nobody -t a -d b -W 2.5s
+	[ "$status" -eq 124 ]
+	[ "$(grep -c 'no member named' <<< "$stderr")" -eq 1 ]
+	# said after 1 s of the 2.5: 2 s left (1 on a loaded machine)
+	[[ $(head -n 1 <<< "$stderr") =~ ^"maro-send: no member named 'nobody' in group '$MARO_GROUP' on $MARO_REGISTRY; waiting (-W: "[12]"s left)"$ ]]
+	# within the first second, nothing; with -v, at once
+	run --separate-stderr timeout 10 maro-send -p nobody -t a -d b -W 0.6s
+	[ "$status" -eq 124 ]
+	[[ $stderr != *"no member named"* ]]
+	run --separate-stderr timeout 10 maro-send -p nobody -t a -d b -W 0.6s -v
+	[ "$status" -eq 124 ]
+	[[ $stderr == *"maro-send: no member named 'nobody' in group '$MARO_GROUP' on $MARO_REGISTRY; waiting (-W: 1s left)"* ]]
+}
+
+@test "maro-send without -W to a name nobody holds says it waits without end" {
+	bg 30 maro-send -p nobody -t a -d b 2> send.err
+	wait_until 10 grep -qx "maro-send: no member named 'nobody' in group '$MARO_GROUP' on $MARO_REGISTRY; waiting without end; -W sets a bound" send.err
+}
+
+@test "maro-send to a worker that died says no member holds its name" {
+	bg 30 maro-recv -n w.1 > /dev/null
+	local recv
+	recv=$(child_pid "$BG_PID" maro-recv)
+	wait_until 10 is_live w.1
+	kill -KILL "$recv"
+	wait_until 10 not_live w.1
+	run --separate-stderr timeout 10 maro-send -p w.1 -t a -d b --notification -W 2.5s
+	[ "$status" -eq 124 ]
+	[[ $stderr == *"maro-send: no member named 'w.1' in group '$MARO_GROUP' on $MARO_REGISTRY; waiting (-W: "* ]]
+}
+
+@test "maro-send --fail-fast: a name nobody holds is 69 at once, its message not delivered; a live one is sent" {
+	local t0=$SECONDS
+	run --separate-stderr timeout 10 maro-send -p nobody -t a -d b --notification --fail-fast
+	[ "$status" -eq 69 ]
+	[ $((SECONDS - t0)) -le 2 ]
+	assert_equal "$(head -n 1 <<< "$stderr")" \
+		"maro-send: no member named 'nobody' in group '$MARO_GROUP' on $MARO_REGISTRY; not waiting for it (--fail-fast)"
+	[[ $stderr == *"maro-send: not delivered to 'nobody': "* ]]
+	bg 30 maro-recv -n r -C 1 -f payload > got
+	wait_until 10 is_live r
+	run -0 timeout 10 maro-send -p r -t a -d hello --notification --fail-fast -W 5s
+	wait_until 10 has_lines got 1
+	assert_equal "$(cat got)" hello
+}

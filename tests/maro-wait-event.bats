@@ -111,8 +111,10 @@ live() { maro-peers -f json | grep -c "\"$1" || :; }
 	# a new barrier: worker.2's other update and two more workers hold it
 	note worker.3 update 2
 	note worker.4 update 1
-	run -0 timeout 30 maro-wait-event -n master -W 20s -f payload 'worker:update:60%'
+	run -0 --separate-stderr timeout 30 maro-wait-event -n master -W 20s -f payload 'worker:update:60%'
 	[ "${#lines[@]}" -eq 3 ]
+	# w-x's, resent all along, is said if it came before the event held: it can never count
+	[[ -z $stderr || $stderr == "maro-wait-event: message from 'w-x' tagged 'update' matches no unit of the event; it stays unacknowledged" ]]
 	assert_line "worker.2#$((3 - ${second#worker.2#}))"
 	assert_line --regexp '^worker\.3#[12]$'
 	assert_line 'worker.4#1'
@@ -185,4 +187,18 @@ live() { maro-peers -f json | grep -c "\"$1" || :; }
 	run timeout 30 sh -c 'maro-wait-event -n master -q -W 20s "worker:done:1" && echo next-step'
 	assert_success
 	assert_output next-step
+}
+
+@test "maro-wait-event: a message that matches no unit is said once per source and tag, and stays unacknowledged" {
+	bg 30 maro-wait-event -n m 'worker:update:1' -f payload > got 2> wait.err
+	wait_until 10 is_live m
+	run -124 timeout 10 maro-send -n worker.1 -p m -t done -d x --notification -W 1s
+	run -124 timeout 10 maro-send -n worker.1 -p m -t done -d y --notification -W 1s
+	wait_until 10 grep -q "matches no unit" wait.err
+	run -0 timeout 10 maro-send -n worker.1 -p m -t update -d z --notification -W 5s
+	wait_exit "$BG_PID" 10
+	[ "$status" -eq 0 ]
+	assert_equal "$(cat got)" z
+	run cat wait.err
+	assert_output "maro-wait-event: message from 'worker.1' tagged 'done' matches no unit of the event; it stays unacknowledged"
 }

@@ -232,9 +232,22 @@ test_writer_file(void)
 	rmdir(dir);
 }
 
+/* echo hello | maro-send: text is told from CBOR for a hint */
+static void
+test_looks_like_text(void)
+{
+#define T(s) maro_cbor_looks_like_text((const uint8_t *)(s), sizeof(s) - 1)
+	CHECK(T("hello\n") && T("1\n2\n") && T("{\"tag\":\"a\"}\r\n") && T("h\xc3\xa9llo\tw\n"));
+	/* no newline, a control byte, bad UTF-8, a CBOR message: none */
+	CHECK(!T("hello") && !T("he\x01llo\n") && !T("h\xc3llo\n") && !T("\xff\n") && !T(""));
+	CHECK(!T("\xa1\x63tag\x61x") && !T("\xa1\x63tag\x61\n"));
+#undef T
+}
+
 void
 test_cborseq(void)
 {
+	test_looks_like_text();
 	test_scan();
 	test_quick();
 	test_resume();
