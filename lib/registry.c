@@ -22,7 +22,7 @@
 #include "registry-impl.h"
 #include "stats.h"
 
-void (*maro_registry_notice)(int level, const char *msg);
+/* maro_registry_notice is defined in trace.c: see there */
 
 /* The keys the MAC covers, in its order (MARO_MAC_NFIELDS): maro_registry_fields's, then these. */
 static const char *const mac_keys[MARO_MAC_NFIELDS] = {
