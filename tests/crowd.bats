@@ -214,8 +214,9 @@ timed() {
 	# four heartbeats (every half to two thirds of a second)
 	wait_until 10 sh -c "${cli[*]} info commandstats | grep -q '^cmdstat_eval:calls=[4-9]'"
 	run -0 "${cli[@]}" info commandstats
-	# renewals: hb, the expiry and the membership score only
-	assert_line --regexp '^cmdstat_hmget:calls=[4-9]'
+	# renewals read the entry to compare what its owner wrote (maro(7)
+	# REGISTRY), then write hb, the expiry and the membership score only
+	assert_line --regexp '^cmdstat_hgetall:calls=[4-9]'
 	# never the whole entry: no DEL of the old hash, no sweep of the members
 	refute_line --regexp '^cmdstat_del:'
 	refute_line --regexp '^cmdstat_zremrangebyscore:'
