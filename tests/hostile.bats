@@ -306,9 +306,11 @@ restore_entry() {
 		mkdir "$d/dir.entry"
 		printf 'name=odd\nendpoint=tcp://127.0.0.1:9\n' > "$d/odd.entry"
 	fi
-	run timeout 10 maro-peers -f json
+	run --separate-stderr timeout 10 maro-peers -f json
 	assert_success
 	assert_output ""
+	# none of them is a member, and that is said (maro-peers(1))
+	[[ $stderr == "maro-peers: no live members in group '$MARO_GROUP' in "* ]]
 	for name in evil odd empty big link dir; do
 		run timeout 10 maro-send -p "$name" -t x -d y --notification -W 300ms
 		assert_failure 124
