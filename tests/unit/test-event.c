@@ -53,6 +53,9 @@ test_parse(void)
 	CHECK(parse(&e, "(a:t:1 OR b:t:1", &col) < 0 && col == 1);
 	CHECK(parse(&e, "a:t:1 b:t:1", &col) < 0 && col == 7);
 	CHECK(parse(&e, ":t:1", &col) < 0 && col == 1);
+	/* the source ends at a character no name has: it must be the ':' */
+	CHECK(parse(&e, "worker/update:1", &col) < 0 && col == 7);
+	CHECK(parse(&e, "worker;t:1", &col) < 0 && col == 7);
 	CHECK(parse(&e, "a:t:x", &col) < 0 && col == 5);
 	CHECK(parse(&e, "(\"a:t:1\", \"AND\")", &col) < 0);
 	CHECK(parse(&e, "(\"a:t:1\", \"b:t:1\")", &col) < 0);
