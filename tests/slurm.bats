@@ -232,8 +232,9 @@ watch_ps() {
 	# the same job's tasks see it without naming the group; no other job's
 	run -0 env SLURM_JOB_ID=55 maro-peers -f json
 	assert_output --partial '"name":"worker.n9.3"'
-	run -0 env SLURM_JOB_ID=56 maro-peers -f json
+	run -0 --separate-stderr env SLURM_JOB_ID=56 maro-peers -f json
 	assert_output ''
+	[[ $stderr == "maro-peers: no group 'slurm-56' in dir:"*"(groups: slurm-55)" ]]
 	# MARO_GROUP and -g come first
 	run -0 env SLURM_JOB_ID=56 MARO_GROUP=slurm-55 maro-peers -f json
 	assert_output --partial '"name":"worker.n9.3"'
@@ -332,8 +333,9 @@ watch_ps() {
 	assert_success
 	wait_until 20 ended "$job"
 	wait_until 20 all_clean || fail "left on the nodes: $(leftovers)"
-	run -0 ctl maro-peers -g "slurm-$job" -f json
+	run -0 --separate-stderr ctl maro-peers -g "slurm-$job" -f json
 	assert_output ''
+	[[ $stderr == "maro-peers: no group 'slurm-$job' in redis://"* ]]
 	run -0 ctl redis-cli -h "${ADDR[ctl]}" -p 6379 --scan --pattern "maro:slurm-$job:*"
 	assert_output ''
 	run ls
