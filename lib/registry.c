@@ -22,7 +22,7 @@
 #include "registry-impl.h"
 #include "stats.h"
 
-/* maro_registry_notice is defined in trace.c: see there */
+void (*maro_registry_notice)(int level, const char *msg);
 
 /* The keys the MAC covers, in its order (MARO_MAC_NFIELDS): maro_registry_fields's, then these. */
 static const char *const mac_keys[MARO_MAC_NFIELDS] = {

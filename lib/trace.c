@@ -5,14 +5,6 @@
 
 maro_trace_fn *maro_trace_hook;
 
-/*
- * registry.h's hook lives here, beside the other hook the front end sets:
- * defined in registry.c, the option code that sets it in every tool
- * (opt.c) pulled the registry, and with it libzmq, into tools that talk
- * to no peer (maro-msg: tests/linking.bats).
- */
-void (*maro_registry_notice)(int level, const char *msg);
-
 void
 maro_trace(const char *fmt, ...)
 {

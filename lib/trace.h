@@ -9,9 +9,6 @@
 typedef void maro_trace_fn(const char *line);
 extern maro_trace_fn *maro_trace_hook;
 
-/* The registry's notices (registry.h), defined here with the trace hook. */
-extern void (*maro_registry_notice)(int level, const char *msg);
-
 /* Formats a line and hands it to maro_trace_hook, if one is set. */
 void maro_trace(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
