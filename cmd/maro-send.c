@@ -198,6 +198,24 @@ own(void *arg, int key, char *val)
 	}
 }
 
+/*
+ * Whether the input from the faulty item on (p; NULL: from what the
+ * reader holds) reads as text: echo hello | maro-send is told how text
+ * is sent.
+ */
+static int
+looks_like_text(struct maro_input *in, const uint8_t *p)
+{
+	size_t avail;
+	const uint8_t *q;
+
+	if (in->kind != MARO_INPUT_CBOR)
+		return 0;
+	q = maro_reader_peek(&in->r, &avail);
+	return p ? maro_cbor_looks_like_text(p, (size_t)(q + avail - p)) :
+	    maro_cbor_looks_like_text(q, avail);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -282,22 +300,12 @@ main(int argc, char **argv)
 			if (rc == 0)
 				break;
 			if (rc < 0 || take(&s, p, n, decoded ? &m : NULL, &err) < 0) {
-				int text = 0;
-
 				if (rc >= 0)
 					err.offset += off;
-				/* echo hello | maro-send: say how text is sent (from the item on) */
-				if (in.kind == MARO_INPUT_CBOR) {
-					size_t avail;
-					const uint8_t *q = maro_reader_peek(&in.r, &avail);
-
-					text = rc >= 0 ? maro_cbor_looks_like_text(p, (size_t)(q + avail - p)) :
-					    maro_cbor_looks_like_text(q, avail);
-				}
 				snprintf(input_error, sizeof input_error,
 				    "malformed input at byte offset %llu: %s%s",
 				    (unsigned long long)err.offset, err.msg,
-				    text ? "; it looks like text, not "
+				    looks_like_text(&in, rc >= 0 ? p : NULL) ? "; it looks like text, not "
 				    "CBOR: build a message with -t TAG -d DATA, or make messages from JSON "
 				    "lines with maro-msg -i json" : "");
 				input_status = MARO_EXIT_DATAERR;
