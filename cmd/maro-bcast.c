@@ -92,9 +92,15 @@ say_pending(void *arg, const char *dest, const uint8_t *p, size_t n)
 		maro_warn("not delivered to '%s'", dest);
 }
 
-/* Peers that left before replying owe nothing more. */
+/*
+ * Peers that left before replying owe nothing more, once they have been gone
+ * for DEPART_GRACE_US: a peer such as `maro-recv -C 1 | maro-msg reply |
+ * maro-send` leaves the registry before its reply is on the way.
+ */
+#define DEPART_GRACE_US 3000000
+
 static void
-drop_departed(struct bcast *b)
+drop_departed(struct bcast *b, int64_t now)
 {
 	size_t i;
 
@@ -104,8 +110,14 @@ drop_departed(struct bcast *b)
 
 		if (!e->key || !e->count)
 			continue;
-		if (maro_registry_lookup(b->c->reg, e->key, &ent) != 0)
-			continue;	/* live, or the registry did not answer */
+		if (maro_registry_lookup(b->c->reg, e->key, &ent) != 0) {
+			e->value = 0;	/* live, or the registry did not answer */
+			continue;
+		}
+		if (!e->value)
+			e->value = (uint64_t)now;	/* first seen gone */
+		if (now - (int64_t)e->value < DEPART_GRACE_US)
+			continue;
 		if (!b->quiet)
 			maro_warn("'%s' left before replying", e->key);
 		maro_outbox_drop(b->ob, e->key);
@@ -251,7 +263,7 @@ main(int argc, char **argv)
 			maro_die(MARO_EXIT_SOFTWARE, "cannot queue for '%s': %s", peers[i].name,
 			    strerror(errno));
 		if (b.blocking) {
-			maro_strset_add(&b.waiting, peers[i].name, strlen(peers[i].name));
+			maro_strset_put(&b.waiting, peers[i].name, strlen(peers[i].name), 0);
 			maro_requester_expect(&b.rq, m.session_id, 1);
 		}
 	}
@@ -310,7 +322,7 @@ main(int argc, char **argv)
 		if (now >= next_check) {
 			if (b.blocking) {
 				maro_registry_heartbeat(b.c->reg);
-				drop_departed(&b);
+				drop_departed(&b, now);
 			}
 			next_check = now + 500000;
 		}

@@ -396,6 +396,20 @@ live() { maro-peers -f json | grep -c "\"$1" || :; }
 	assert_output --partial "no reply from 'worker.2'"
 }
 
+@test "bcast: a peer that leaves without replying is named and not waited for, after its grace" {
+	worker worker.1
+	bg 60 maro-recv -n worker.2 -C 1 -f payload > w2
+	wait_until 10 live_is worker. 2
+	local t0=$SECONDS
+	run timeout 50 maro-bcast -P worker -t double --json 1 -W 40s -f payload
+	assert_failure 1
+	assert_output --partial "'worker.2' left before replying"
+	assert_line 2
+	# three seconds of grace (maro-bcast(1)), well before -W
+	[ $((SECONDS - t0)) -ge 3 ]
+	[ $((SECONDS - t0)) -lt 30 ]
+}
+
 @test "ibroadcast: one line per peer, receive_by_id waits for all" {
 	worker worker.1
 	worker worker.2
