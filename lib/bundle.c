@@ -845,40 +845,17 @@ count_one(int top, const char *rel, const struct stat *st, int after, void *arg)
 	return 0;
 }
 
-/* The SHA-256 of the link rel's target, or of the file rel's bytes, in hex.  0, or -1. */
-static int
-hash_entry(int root, const char *rel, int link, char hex[MARO_BUNDLE_HASH_LEN + 1])
-{
-	uint8_t buf[65536];
-	SHA256_CTX h;
-	ssize_t k;
-	int fd, rc;
-
-	if (link) {
-		if ((k = readlinkat(root, rel, (char *)buf, sizeof buf)) < 0)
-			return -1;
-		SHA256_Init(&h);
-		SHA256_Update(&h, buf, (size_t)k);
-		sha_hex(&h, hex);
-		return 0;
-	}
-	if ((fd = openat(root, rel, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
-		return -1;
-	rc = hash_fd(fd, hex, buf, sizeof buf);
-	close(fd);
-	return rc;
-}
-
 /*
  * Is the copy root (a handle) of bundle hash still what its manifest man
- * says was unpacked?  Each entry is stat'ed; one whose inode, size, mode
- * or times moved is hashed and compared; then the tree must hold no
- * entry more.  0, or -1 with why.
+ * says was unpacked?  Each entry is stat'ed: one whose type, mode, size,
+ * inode or times moved fails (no hashing: a write or a chmod moves the
+ * change time, which no user can set back, and the bytes were hashed as
+ * they came); then the tree must hold no entry more.  0, or -1 with why.
  */
 static int
 verify(int root, FILE *man, const char *hash, char *why, size_t len)
 {
-	char *line = NULL, head[MARO_BUNDLE_HASH_LEN + 1], hex[MARO_BUNDLE_HASH_LEN + 1], rel[PATH_BUF] = "";
+	char *line = NULL, head[MARO_BUNDLE_HASH_LEN + 1], rel[PATH_BUF] = "";
 	struct maro_manifest_entry e = { 0 };
 	uint64_t n = 0, have = 0;
 	size_t cap = 0;
@@ -908,17 +885,12 @@ verify(int root, FILE *man, const char *hash, char *why, size_t len)
 			snprintf(why, len, "'%.100s' is gone", e.path);
 			goto out;
 		}
+		/* a write or a chmod moves the change time, which no user can set back */
 		if ((e.type == 'd') != !!S_ISDIR(st.st_mode) || (e.type == 'f') != !!S_ISREG(st.st_mode) ||
 		    (e.type == 'l') != !!S_ISLNK(st.st_mode) ||
 		    (e.type != 'l' && (unsigned)(st.st_mode & 07777) != e.mode) ||
-		    (e.type != 'd' && (uint64_t)st.st_size != e.size)) {
-			snprintf(why, len, "'%.100s' changed", e.path);
-			goto out;
-		}
-		/* a write or a chmod moves the change time, which no user can set back */
-		if (e.type != 'd' && ((uint64_t)st.st_ino != e.ino || ns(&st.st_mtim) != e.mtime ||
-		    ns(&st.st_ctim) != e.ctime) &&
-		    (hash_entry(root, e.path, e.type == 'l', hex) < 0 || strcmp(hex, e.sha))) {
+		    (e.type != 'd' && ((uint64_t)st.st_size != e.size || (uint64_t)st.st_ino != e.ino ||
+		    ns(&st.st_mtim) != e.mtime || ns(&st.st_ctim) != e.ctime))) {
 			snprintf(why, len, "'%.100s' changed", e.path);
 			goto out;
 		}
@@ -1081,10 +1053,9 @@ seal_one(int top, const char *rel, const struct stat *st, int after, void *arg)
 
 /* One entry of the manifest: 0, or -1 when it cannot be written. */
 static int
-note(FILE *man, char type, const struct stat *st, unsigned mode, const char *sha, const char *rel)
+note(FILE *man, char type, const struct stat *st, unsigned mode, const char *rel)
 {
-	static const char zeros[] = "0000000000000000000000000000000000000000000000000000000000000000";
-	struct maro_manifest_entry e = { type, mode, 0, 0, 0, 0, "", rel };
+	struct maro_manifest_entry e = { type, mode, 0, 0, 0, 0, rel };
 	char line[LINE_MAX_ + 200];
 	int k;
 
@@ -1096,7 +1067,6 @@ note(FILE *man, char type, const struct stat *st, unsigned mode, const char *sha
 		e.mtime = ns(&st->st_mtim);
 		e.ctime = ns(&st->st_ctim);
 	}
-	snprintf(e.sha, sizeof e.sha, "%s", sha ? sha : zeros);
 	return (k = maro_manifest_format(&e, line, sizeof line)) < 0 || fwrite(line, 1, (size_t)k, man) != (size_t)k ?
 	    -1 : 0;
 }
@@ -1134,14 +1104,13 @@ static int
 unpack(FILE *f, int parent, const char *name, const struct maro_bundle_limits *lim, char *buf, size_t cap,
     int *stop, FILE *man, struct maro_err *err)
 {
-	char line[LINE_MAX_], target[4096], last[4096] = "", hex[MARO_BUNDLE_HASH_LEN + 1], *rel, *end;
+	char line[LINE_MAX_], target[4096], last[4096] = "", *rel, *end;
 	char walked[PATH_BUF] = "";
 	uint64_t total = 0, size, left, entries = 0;
 	unsigned long mode = 0;
 	int out, root, rc = MARO_BUNDLE_HOSTILE, lastfd = -1, own = -1, pfd, nfd;
 	const char *base;
 	struct stat st;
-	SHA256_CTX h;
 	size_t k;
 
 	if (mkdirat(parent, name, 0700) < 0 ||
@@ -1224,7 +1193,7 @@ unpack(FILE *f, int parent, const char *name, const struct maro_bundle_limits *l
 				goto out;
 			}
 			snprintf(last, sizeof last, "%s", rel);
-			if (note(man, 'd', NULL, (unsigned)((mode & 0555) | 0500), NULL, rel) < 0) {
+			if (note(man, 'd', NULL, (unsigned)((mode & 0555) | 0500), rel) < 0) {
 				rc = fail(err, MARO_BUNDLE_IO, "cannot write the manifest: %s", strerror(errno));
 				goto out;
 			}
@@ -1246,11 +1215,8 @@ unpack(FILE *f, int parent, const char *name, const struct maro_bundle_limits *l
 				goto out;
 			}
 			if (man) {
-				SHA256_Init(&h);
-				SHA256_Update(&h, target, size);
-				sha_hex(&h, hex);
 				if (fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-				    note(man, 'l', &st, (unsigned)(st.st_mode & 07777), hex, rel) < 0) {
+				    note(man, 'l', &st, (unsigned)(st.st_mode & 07777), rel) < 0) {
 					rc = fail(err, MARO_BUNDLE_IO, "cannot write the manifest: %s", strerror(errno));
 					goto out;
 				}
@@ -1268,7 +1234,6 @@ unpack(FILE *f, int parent, const char *name, const struct maro_bundle_limits *l
 			    strerror(errno));
 			goto out;
 		}
-		SHA256_Init(&h);
 		for (left = size; left; left -= k) {
 			if (!(k = fread(buf, 1, left < cap ? (size_t)left : cap, f))) {
 				close(out);
@@ -1282,8 +1247,6 @@ unpack(FILE *f, int parent, const char *name, const struct maro_bundle_limits *l
 				    strerror(errno ? errno : ENOSPC));
 				goto out;
 			}
-			if (man)
-				SHA256_Update(&h, buf, k);
 		}
 		if (fchmod(out, (mode_t)(mode & 0555)) < 0 || fstat(out, &st) < 0) {
 			close(out);
@@ -1292,8 +1255,7 @@ unpack(FILE *f, int parent, const char *name, const struct maro_bundle_limits *l
 		}
 		close(out);
 		if (man) {
-			sha_hex(&h, hex);
-			if (note(man, 'f', &st, (unsigned)(st.st_mode & 07777), hex, rel) < 0) {
+			if (note(man, 'f', &st, (unsigned)(st.st_mode & 07777), rel) < 0) {
 				rc = fail(err, MARO_BUNDLE_IO, "cannot write the manifest: %s", strerror(errno));
 				goto out;
 			}
@@ -1817,7 +1779,7 @@ maro_bundle_fetch(struct maro_ctx *c, const char *owner, const char *server,
 	}
 	if ((tfd = make_tmp(&cache, tmp)) < 0 ||
 	    (mfd = openat(tfd, "manifest", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0400)) < 0 ||
-	    !(u.man = fdopen(mfd, "w")) || fprintf(u.man, "maro-manifest 1 %s\n", got->hash) < 0) {
+	    !(u.man = fdopen(mfd, "w")) || fprintf(u.man, "maro-manifest 2 %s\n", got->hash) < 0) {
 		rc = fail(err, MARO_BUNDLE_IO, "cannot write to the bundle cache '%s': %s", cache.path,
 		    strerror(errno));
 		goto out;

@@ -67,7 +67,7 @@ hex64(const char **p, char out[MARO_MANIFEST_HASH_LEN + 1])
 int
 maro_manifest_head(const char *line, char hash[MARO_MANIFEST_HASH_LEN + 1])
 {
-	static const char magic[] = "maro-manifest 1 ";
+	static const char magic[] = "maro-manifest 2 ";
 
 	if (strncmp(line, magic, sizeof magic - 1))
 		return -1;
@@ -95,8 +95,7 @@ maro_manifest_parse(const char *line, struct maro_manifest_entry *e)
 	if (number(&p, 10, UINT64_MAX, &e->size) < 0 || space(&p) < 0 ||
 	    number(&p, 10, UINT64_MAX, &e->ino) < 0 || space(&p) < 0 ||
 	    signed_number(&p, &e->mtime) < 0 || space(&p) < 0 ||
-	    signed_number(&p, &e->ctime) < 0 || space(&p) < 0 ||
-	    hex64(&p, e->sha) < 0 || space(&p) < 0)
+	    signed_number(&p, &e->ctime) < 0 || space(&p) < 0)
 		return -1;
 	e->path = p;
 	return 0;
@@ -110,11 +109,10 @@ maro_manifest_format(const struct maro_manifest_entry *e, char *out, size_t len)
 	if (e->type == 'e')
 		k = snprintf(out, len, "e %" PRIu64 "\n", e->size);
 	else if ((e->type != 'd' && e->type != 'f' && e->type != 'l') || e->mode > 07777 || !e->path ||
-	    !*e->path || strchr(e->path, '\n') || strlen(e->sha) != MARO_MANIFEST_HASH_LEN ||
-	    strspn(e->sha, "0123456789abcdef") != MARO_MANIFEST_HASH_LEN)
+	    !*e->path || strchr(e->path, '\n'))
 		return -1;
 	else
-		k = snprintf(out, len, "%c %o %" PRIu64 " %" PRIu64 " %" PRId64 " %" PRId64 " %s %s\n",
-		    e->type, e->mode, e->size, e->ino, e->mtime, e->ctime, e->sha, e->path);
+		k = snprintf(out, len, "%c %o %" PRIu64 " %" PRIu64 " %" PRId64 " %" PRId64 " %s\n",
+		    e->type, e->mode, e->size, e->ino, e->mtime, e->ctime, e->path);
 	return k < 0 || (size_t)k >= len ? -1 : k;
 }

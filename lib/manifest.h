@@ -4,16 +4,17 @@
  * checks the copy against it before each use: an entry whose inode,
  * size, mode and times are those recorded is taken as unchanged (a write
  * or a chmod moves the change time, which no user can set back); one
- * that differs is hashed and compared.  Text, one record a line:
+ * that differs fails the check.  Nothing is hashed: the bundle's bytes
+ * were, as they came.  Text, one record a line:
  *
- *   maro-manifest 1 HASH                          the first: the bundle described
- *   T MODE SIZE INO MTIME CTIME SHA PATH          an entry: T is d, f or l
+ *   maro-manifest 2 HASH                          the first: the bundle described
+ *   T MODE SIZE INO MTIME CTIME PATH              an entry: T is d, f or l
  *   e COUNT                                       the last: COUNT entries above
  *
  * MODE is octal (as installed), SIZE and INO decimal, MTIME and CTIME
- * nanoseconds since the epoch (decimal, maybe negative), SHA the SHA-256
- * in lower-case hex of a file's bytes or a link's target (64 zeros for a
- * directory), PATH relative to the bundle's root: the rest of the line.
+ * nanoseconds since the epoch (decimal, maybe negative), PATH relative to
+ * the bundle's root: the rest of the line.  (Version 1 had a SHA-256 of
+ * each entry before PATH; a copy with such a manifest fails the check.)
  * Fields are separated by one space; no leading zeros are required or
  * refused.  Nothing here touches a file.
  */
@@ -30,7 +31,6 @@ struct maro_manifest_entry {
 	unsigned mode;			/* at most 07777 */
 	uint64_t size, ino;
 	int64_t mtime, ctime;
-	char sha[MARO_MANIFEST_HASH_LEN + 1];
 	const char *path;		/* into the line parsed: non-empty, to its end */
 };
 
