@@ -386,6 +386,12 @@ serve_next() {
 	run -0 as_nobody maro-dist --clear-bundles
 	assert_output "maro-dist: no bundle cache at '$cache': nothing to clear"
 	run -2 maro-dist --clear-bundles -v
+	# a cache that another user made first (root, here) is not cleared: 70, named, untouched
+	mkdir -p "$cache/0123456789ab"
+	chmod -R 0777 "$shared/home/cache"
+	run -70 as_nobody maro-dist --clear-bundles
+	assert_output "maro-dist: will not use the bundle cache '$cache': '$shared/home/cache' above it may be written by others and is not sticky (mode 0777)"
+	[ -d "$cache/0123456789ab" ]
 }
 
 # nested FILE: a stream of 1000 directories, each in the one before (a/a/a...)
