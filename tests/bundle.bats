@@ -419,13 +419,16 @@ nested() {
 	cd hostA
 	bg 30 env XDG_CACHE_HOME="$PWD/cache" maro-dist -n w.1 -v --bundle files --on '*:x:1' true -W 20s 2> w.1.err
 	wait_until 10 test -d cache/maro/bundles
+	local pid
+	pid=$(child_pid "$BG_PID" maro-dist)
 	t0=$(date +%s%N)
-	kill -TERM "$(child_pid "$BG_PID" maro-dist)"
+	kill -TERM "$pid"
 	wait_exit "$BG_PID" 10
 	ms=$((($(date +%s%N) - t0) / 1000000))
 	cat w.1.err; echo "$ms ms"
 	[ "$status" -eq 143 ]
-	[ "$ms" -lt 1500 ]
+	# at once: not at -W (20 s); 3 s for a machine busy with other suites
+	[ "$ms" -lt 3000 ]
 }
 
 # known_hash: the name of master/job's bundle, as any worker learns it (fetched

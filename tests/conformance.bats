@@ -1,5 +1,6 @@
 #!/usr/bin/env bats
 # backends: dir redis
+# check: early (a long one)
 # maro(7) as a contract: each test proves one statement of the page against
 # the tools, speaking the protocol itself.  Registry entries are written
 # here by hand (files and an OFD lock; redis-cli), frames and messages are

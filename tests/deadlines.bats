@@ -1,5 +1,6 @@
 #!/usr/bin/env bats
 # backends: redis
+# check: alone (bounds of a few hundred ms past -W: a busy machine misses them)
 # -W bounds every wait, however slow the registry: a Redis behind a proxy
 # that holds each reply back (tests/tools/delay-proxy.c), or one that
 # accepts connections and never answers.  Each tool leaves with its

@@ -31,7 +31,7 @@ teardown() { default_teardown; }
 	# its temporary directory and every process it started are gone
 	run ls "$BATS_TEST_TMPDIR"
 	refute_output --partial maro-demo
-	run pgrep -f "maro-dist --raw --co master:dart:1"
+	run pgrep -s 0 -f "maro-dist --raw --co master:dart:1"
 	assert_failure
 }
 
@@ -43,7 +43,7 @@ teardown() { default_teardown; }
 	bg 120 sh "$MARO_TOP/scripts/demo" 2 100000 > demo.out 2>&1
 	demo=$BG_PID
 	wait_until 30 grep -q 'workers live' demo.out
-	wait_until 30 pgrep -f "maro-scatter -n master -P worker -t dart"
+	wait_until 30 pgrep -s 0 -f "maro-scatter -n master -P worker -t dart"
 	kill -TERM "$(child_pid "$demo" sh)"
 	wait_exit "$demo" 10
 	[ "$status" -eq 143 ] || fail "exited $status: $(cat demo.out)"
@@ -52,8 +52,8 @@ teardown() { default_teardown; }
 	assert_output 0
 	run ls "$BATS_TEST_TMPDIR"
 	refute_output --partial maro-demo
-	run pgrep -f "maro-dist --raw --co master:dart:1"
+	run pgrep -s 0 -f "maro-dist --raw --co master:dart:1"
 	assert_failure
-	run pgrep -f "maro-scatter -n master -P worker -t dart"
+	run pgrep -s 0 -f "maro-scatter -n master -P worker -t dart"
 	assert_failure
 }

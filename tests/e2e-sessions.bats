@@ -1,5 +1,6 @@
 #!/usr/bin/env bats
 # backends: dir redis sentinel
+# check: early (a long one)
 # Sessions and collectives: blocking and async send, scatter, bcast,
 # receive by session id, with workers that are shell pipelines.
 

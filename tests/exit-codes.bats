@@ -1,5 +1,6 @@
 #!/usr/bin/env bats
 # backends: dir redis
+# check: early (a long one)
 # Every exit status a tool's man page lists under EXIT STATUS, produced and
 # pinned exactly, tool by tool.  The codes are read from the pages: a code
 # added to a page without a case here fails the first test.

@@ -1,5 +1,6 @@
 #!/usr/bin/env bats
 # backends: dir redis
+# check: early (a long one)
 # Hostile and broken input: oversized messages, garbage on the wire and in
 # the registry, peers that stall or flood, bad events and names, one
 # message_id ten thousand times.  Nothing may crash, hang past its bound, or

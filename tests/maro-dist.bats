@@ -209,10 +209,15 @@ start_collector() {
 	assert_success
 	held=$output
 	[ "$held" -ge 36000 ]
-	# the same with the header's prompt flag: no wait for the delay
-	run timeout 20 "$MARO_BIN/../tests/unit-tests" acks "$ep" 20 1
-	assert_success
-	[ "$output" -lt $((held / 2)) ]
+	# the same with the header's prompt flag: no wait for the delay (the
+	# best of three, for a machine busy with other suites)
+	local best=999999999 i
+	for i in 1 2 3; do
+		run timeout 20 "$MARO_BIN/../tests/unit-tests" acks "$ep" 20 1
+		assert_success
+		[ "$output" -ge "$best" ] || best=$output
+	done
+	[ "$best" -lt $((held / 2)) ]
 }
 
 # reply_endpoint PREFIX: the endpoint of the reply inbox ~PREFIX.* (never listed by maro-peers)
@@ -241,10 +246,15 @@ has_reply_inbox() { [ -n "$(reply_endpoint "$1")" ]; }
 	assert_success
 	held=$output
 	[ "$held" -ge 180000 ]
-	# the same with the header's prompt flag: no wait for the delay
-	run timeout 20 "$MARO_BIN/../tests/unit-tests" acks "$ep" 10 1
-	assert_success
-	[ "$output" -lt $((held / 2)) ]
+	# the same with the header's prompt flag: no wait for the delay (the
+	# best of three, for a machine busy with other suites)
+	local best=999999999 i
+	for i in 1 2 3; do
+		run timeout 20 "$MARO_BIN/../tests/unit-tests" acks "$ep" 10 1
+		assert_success
+		[ "$output" -ge "$best" ] || best=$output
+	done
+	[ "$best" -lt $((held / 2)) ]
 }
 
 @test "an answered task is settled by its reply: no acknowledgement, no resend, every task answered once" {
@@ -479,8 +489,8 @@ group_of() { ps -e -o pgid=,stat=,pid= | awk -v g="$1" '$1 == g && $2 !~ /^Z/ { 
 	wait_until 10 live_is worker. 1
 	bg 30 maro-send -p worker.1 -t go --notification -W 20s
 	local sleeper
-	wait_until 10 pgrep -f '^sleep 31$'
-	sleeper=$(pgrep -f '^sleep 31$')
+	wait_until 10 pgrep -s 0 -f '^sleep 31$'
+	sleeper=$(pgrep -s 0 -f '^sleep 31$')
 	local pg
 	pg=$(ps -o pgid= -p "$sleeper" | tr -d ' ')
 	[ "$pg" != "$dist" ]

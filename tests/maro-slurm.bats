@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# check: alone (a test takes every free port from 20000 to 49999)
 # maro-slurm(7) without a Slurm cluster: the job's own registry against
 # another local user who holds its ports, the SLURM_* values checked before
 # any use, what a killed job leaves, and how the end stops the workers.

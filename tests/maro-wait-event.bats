@@ -101,8 +101,9 @@ live() { maro-peers -f json | grep -c "\"$1" || :; }
 	first=$output
 	[[ "$stderr" == *"still missing: worker:update 1/3"* ]]
 	note worker.2 update 2
-	# the other of worker.1's (resent all along) and one of worker.2's
-	run -124 --separate-stderr timeout 10 maro-wait-event -n master -W 2s -f payload 'worker:update:60%'
+	# the other of worker.1's (resent all along) and one of worker.2's (4 s:
+	# the resend's pause has grown meanwhile, and the machine may be busy)
+	run -124 --separate-stderr timeout 10 maro-wait-event -n master -W 4s -f payload 'worker:update:60%'
 	[ "${#lines[@]}" -eq 2 ]
 	assert_line "worker.1#$((3 - ${first#worker.1#}))"
 	assert_line --regexp '^worker\.2#[12]$'

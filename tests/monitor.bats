@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# check: early (a long one)
 # The cluster monitor of maro-peers: --status -f prometheus checked by
 # promtool; --serve's page, JSON and metrics over real HTTP (curl), scraped
 # by a real Prometheus server and read back through its query API; the page

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# check: alone (failovers timed by the sentinels: a busy machine delays them past the bounds)
 # The registry behind Redis Sentinel: a primary, its replica and three
 # sentinels on loopback ports (scripts/test-sentinel), a redis+sentinel://
 # URL, and kill -9 of the primary in the middle of a stream and of a

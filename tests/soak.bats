@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# check: early (a long one)
 # scripts/soak, shortened: tasks and a stream under chaos (workers killed,
 # the Redis server restarted, the receiver killed), and nothing lost.  The
 # script starts and stops its own redis-server.

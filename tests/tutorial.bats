@@ -21,7 +21,7 @@ teardown() { default_teardown; }
 left_behind() {
 	run ls "$BATS_TEST_TMPDIR"
 	refute_output --partial maro-tutorial
-	run pgrep -f "$1"
+	run pgrep -s 0 -f "$1"
 	assert_failure
 }
 
