@@ -139,7 +139,7 @@ status_view(struct maro_registry *r, const char *group, const char *prefix, stru
 
 	for (;;) {
 		struct maro_entry *v;
-		ssize_t n = maro_registry_list(r, prefix, &v);
+		ssize_t n = maro_registry_list_jobs(r, prefix, &v);
 
 		if (n < 0 && o->fmt == FMT_PROMETHEUS) {
 			/* the outage as a metric too, for a textfile collector */

@@ -309,6 +309,8 @@ main(int argc, char **argv)
 	s.next_progress = s.started + s.progress_every;
 	s.last_done_at = s.started;
 	next_hb = maro_tool_next_beat(sc->c, s.started);
+	/* the job is listed from its start (maro-peers --status) */
+	maro_scatter_publish(sc, s.started);
 
 	for (;;) {
 		zmq_pollitem_t items[1100];
@@ -348,7 +350,7 @@ main(int argc, char **argv)
 			break;
 		now = maro_now_us();
 		if (sc->rq.inbox && now >= next_hb)
-			maro_scatter_publish(sc);
+			maro_scatter_publish(sc, now);
 		if (sc->rq.inbox)
 			maro_tool_beat(sc->c, NULL, now, &next_hb);
 		if (maro_scatter_wants_input(sc, QUEUE_MAX)) {

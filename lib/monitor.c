@@ -13,7 +13,10 @@
 
 /*
  * The status page: polls status.json every second and redraws its tables
- * from it, built with textContent only (names and hosts are not markup).
+ * from it, built with textContent only (names and hosts are not markup):
+ * the jobs first, then the cards, hosts, types, pools, and the workers
+ * (the members that publish stats, but the pools, which have a table of
+ * their own), each with the age of its heartbeat.
  */
 static const char page[] =
 "<!doctype html>\n"
@@ -39,6 +42,7 @@ static const char page[] =
 "</style></head><body>\n"
 "<h1>maro &middot; group <span id=\"group\"></span></h1>\n"
 "<div id=\"banner\">loading&hellip;</div>\n"
+"<h2>Jobs</h2><div class=\"wrap\"><table id=\"jobs\"></table></div>\n"
 "<div class=\"cards\">\n"
 "<div class=\"card\">hosts<b id=\"n-hosts\">-</b></div>\n"
 "<div class=\"card\">members<b id=\"n-members\">-</b></div>\n"
@@ -55,6 +59,11 @@ static const char page[] =
 "function $(id){return document.getElementById(id);}\n"
 "function num(x,d){return x===undefined||x===null?\"-\":d?Number(x).toFixed(d):String(x);}\n"
 "function mem(kb){return kb>=1048576?(kb/1048576).toFixed(1)+\"G\":(kb/1024).toFixed(0)+\"M\";}\n"
+"function age(ms){return (ms/1000).toFixed(1)+\"s\";}\n"
+"function two(n){return (n<10?\"0\":\"\")+n;}\n"
+"function dur(s){if(s===null||s===undefined)return \"-\";s=Math.min(s,359999);"
+"return s<60?s+\"s\":s<3600?Math.floor(s/60)+\"m\"+two(s%60)+\"s\":"
+"Math.floor(s/3600)+\"h\"+two(Math.floor(s/60)%60)+\"m\";}\n"
 "function table(id,head,rows){\n"
 "  var t=$(id),tr;t.textContent=\"\";\n"
 "  if(!rows.length){tr=t.insertRow();tr.insertCell().textContent=\"none\";"
@@ -70,6 +79,8 @@ static const char page[] =
 "}\n"
 "var COLS=[\"in\",\"out\",\"done\",\"failed\",\"flight\"],RATES=[\"rdone\",\"rin\",\"rout\"];\n"
 "var HEAD=[\"In\",\"Out\",\"Done\",\"Failed\",\"Flight\",\"Done/s\",\"In/s\",\"Out/s\"];\n"
+"var JOBS=[\"Job\",\"Host\",\"Started\",\"Total\",\"Done\",\"Failed\",\"Gaveup\",\"Open\","
+"\"Done/s\",\"ETA\",\"Age\"];\n"
 "function figures(s){return COLS.map(function(k){return num(s[k]);})"
 ".concat(RATES.map(function(k){return num(s[k]||0,1);}));}\n"
 "function render(j){\n"
@@ -80,6 +91,10 @@ static const char page[] =
 "  b.className=\"up\";b.textContent=\"registry up \\u00b7 updated \"+"
 "new Date().toLocaleTimeString();\n"
 "  document.body.className=\"\";\n"
+"  table(\"jobs\",JOBS,(j.jobs||[]).map(function(b){\n"
+"    return [b.name,b.host,new Date(b.start*1000).toLocaleTimeString(),"
+"b.total===null?b.read+\"+\":String(b.total),num(b.done),num(b.failed),num(b.gaveup),"
+"num(b.open),num(b.rate,1),dur(b.eta),age(b.heartbeat_age_ms)];}));\n"
 "  $(\"n-hosts\").textContent=j.hosts;$(\"n-members\").textContent=j.members;"
 "$(\"n-cpus\").textContent=j.cpus;\n"
 "  var done=0,rdone=0,t;\n"
@@ -93,9 +108,9 @@ static const char page[] =
 "  table(\"pools\",[\"Pool\",\"Host\",\"Jobs\",\"Running\",\"Restarts\",\"Gaveup\"],"
 "j.pools.map(function(p){\n"
 "    return [p.name,p.host,num(p.jobs),num(p.running),num(p.restarts),num(p.gaveup)];}));\n"
-"  table(\"components\",[\"Name\",\"Type\",\"Host\"].concat(HEAD),"
-"j.components.map(function(c){\n"
-"    return [c.name,c.type,c.host].concat(figures(c.stats));}));\n"
+"  table(\"components\",[\"Name\",\"Type\",\"Host\"].concat(HEAD,[\"Age\"]),"
+"j.components.filter(function(c){return c.type!==\"pool\";}).map(function(c){\n"
+"    return [c.name,c.type,c.host].concat(figures(c.stats),[age(c.heartbeat_age_ms)]);}));\n"
 "}\n"
 "function poll(){\n"
 "  fetch(\"status.json\",{cache:\"no-store\"}).then(function(r){return r.json();})"
@@ -125,7 +140,7 @@ list(struct maro_monitor *m, const struct maro_entry **v, const char **why)
 			maro_deadline = until;
 		if (!m->r)
 			m->r = maro_registry_open(m->url, m->group, NULL, m->err, sizeof m->err);
-		n = m->r ? maro_registry_list(m->r, m->prefix, &fresh) : -1;
+		n = m->r ? maro_registry_list_jobs(m->r, m->prefix, &fresh) : -1;
 		maro_deadline = saved;
 		m->listings++;
 		if (n < 0)

@@ -22,7 +22,8 @@
  *
  * A heartbeat that changes nothing but the time touches its entry (the
  * mtime), without the lock (touch_own); every REWRITE_MS it rewrites it,
- * and every STATS_REWRITE_MS when its counters (stats) changed.
+ * every STATS_REWRITE_MS when its counters (stats) changed, and at once
+ * when its job changed (a master's figures are what a monitor shows).
  * An entry is live when it parses, its owner's lock is held, and its
  * heartbeat (the later of its hb field and its mtime, wall clock ms) is
  * younger than its own ttl.  Readers never
@@ -767,7 +768,8 @@ touch_own(struct maro_registry *r, const struct maro_entry *e)
 	    !strcmp(m.owner, d->owner) && m.ttl_ms == r->ttl_ms &&
 	    (age = maro_registry_wall_ms() - written) < REWRITE_MS && !strcmp(cur.name, e->name) &&
 	    !strcmp(cur.type, e->type) && !strcmp(cur.endpoint, e->endpoint) &&
-	    !strcmp(cur.info, e->info) && cur.pid == e->pid && !strcmp(cur.host, e->host) &&
+	    !strcmp(cur.info, e->info) && !strcmp(cur.job, e->job) && cur.pid == e->pid &&
+	    !strcmp(cur.host, e->host) &&
 	    (age < STATS_REWRITE_MS || !strcmp(cur.stats, e->stats)) && futimens(fd, NULL) == 0;
 	close(fd);
 	return ok;
@@ -877,7 +879,6 @@ dir_list(struct maro_registry *r, const char *prefix, struct maro_registry_list 
 {
 	struct dir *d = D(r);
 	struct dirent *de;
-	size_t plen = strlen(prefix);
 	int fd, rc = present(r, 0);
 	DIR *dp;
 
@@ -900,11 +901,12 @@ dir_list(struct maro_registry *r, const char *prefix, struct maro_registry_list 
 		char name[MARO_NAME_MAX + 1];
 		size_t n = strlen(de->d_name);
 
-		if (!ends_with(de->d_name, ".entry") || n - 6 > MARO_NAME_MAX || de->d_name[0] == '~')
+		if (!ends_with(de->d_name, ".entry") || n - 6 > MARO_NAME_MAX)
 			continue;
 		memcpy(name, de->d_name, n - 6);
 		name[n - 6] = '\0';
-		if (!strncmp(name, prefix, plen) && maro_name_valid(name) && get_entry(d, name, &e, &m) == 1)
+		if (maro_registry_listed(out, name, prefix) && maro_name_valid(name) &&
+		    get_entry(d, name, &e, &m) == 1)
 			rc = maro_registry_collect(r, out, &e);
 	}
 	closedir(dp);

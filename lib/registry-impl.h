@@ -39,6 +39,7 @@ struct maro_registry_backend;
 struct maro_registry_list {
 	struct maro_entry *v;
 	size_t n, cap;
+	int jobs;		/* the private entries with a job too (maro_registry_list_jobs) */
 };
 
 struct maro_registry {
@@ -108,10 +109,11 @@ int64_t maro_registry_wall_ms(void);
 /*
  * The stored form of an entry: the same field names in both backends.
  * maro_registry_fields() lists an entry's own fields (name, type, endpoint,
- * host, pid, started, ncpu, load1, mem, info, stats) as key/value strings; the
- * backend adds its bookkeeping fields (token, hb, ttl, and owner for dir).
+ * host, pid, started, ncpu, load1, mem, info, stats, job) as key/value
+ * strings; the backend adds its bookkeeping fields (token, hb, ttl, and
+ * owner for dir).
  */
-#define MARO_REGISTRY_NFIELDS 11
+#define MARO_REGISTRY_NFIELDS 12
 struct maro_registry_fields {
 	const char *key[MARO_REGISTRY_NFIELDS];
 	const char *val[MARO_REGISTRY_NFIELDS];
@@ -121,7 +123,9 @@ void maro_registry_fields(const struct maro_entry *e, struct maro_registry_field
 
 /*
  * The fields the MAC covers, in its order: the entry's own (as
- * maro_registry_fields lists them), then token, ttl and owner.
+ * maro_registry_fields lists them), then token, ttl and owner; job only
+ * when it is not empty (maro(7): an entry without a job has the MAC it had
+ * before there were jobs).
  */
 #define MARO_MAC_NFIELDS (MARO_REGISTRY_NFIELDS + 3)
 
@@ -170,7 +174,13 @@ void maro_registry_mac(const struct maro_registry *r, const struct maro_registry
 int maro_registry_mac_raw(const unsigned char key[MARO_MAC_BYTES], const char *group,
     const char *const *val, const size_t *len, unsigned char out[MARO_MAC_BYTES]);
 
-/* Appends e unless it is private; -1 ENOMEM. */
+/*
+ * Whether an entry named name belongs in the listing l of prefix, by its
+ * name: public and starting with prefix, or with l->jobs private and
+ * starting with it after its '~' (maro_registry_collect then wants a job).
+ */
+int maro_registry_listed(const struct maro_registry_list *l, const char *name, const char *prefix);
+/* Appends e unless it is private (and, with l->jobs, has no job); -1 ENOMEM. */
 int maro_registry_collect(struct maro_registry *r, struct maro_registry_list *l,
     const struct maro_entry *e);
 

@@ -173,8 +173,10 @@ static const char SCRIPT_GET[] =
 
 /*
  * KEYS: members.  ARGV: the entry key prefix "maro:GROUP:m:", the name
- * prefix.  Returns {now, name, fields, name, fields, ...} of the members
- * not yet expired, public, matching the prefix and still present.
+ * prefix, "1" for the private entries with a job too.  Returns {now,
+ * name, fields, name, fields, ...} of the members not yet expired, public
+ * (or private with a job), matching the prefix (a private one after its
+ * '~') and still present.
  */
 static const char SCRIPT_LIST[] =
 	LUA_NOW
@@ -182,9 +184,12 @@ static const char SCRIPT_LIST[] =
 	"if redis.call('TYPE', KEYS[1])['ok'] ~= 'zset' then return out end\n"
 	"local p = ARGV[2]\n"
 	"for _, n in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. string.format('%.0f', now), '+inf')) do\n"
-	"  if string.sub(n, 1, 1) ~= '~' and string.sub(n, 1, #p) == p then\n"
+	"  local priv = string.sub(n, 1, 1) == '~'\n"
+	"  if (not priv and string.sub(n, 1, #p) == p) or\n"
+	"     (priv and ARGV[3] == '1' and string.sub(n, 2, #p + 1) == p) then\n"
 	"    local k = ARGV[1] .. n\n"
-	"    if redis.call('TYPE', k)['ok'] == 'hash' and redis.call('PTTL', k) > 0 then\n"
+	"    if redis.call('TYPE', k)['ok'] == 'hash' and redis.call('PTTL', k) > 0 and\n"
+	"       (not priv or (redis.call('HGET', k, 'job') or '') ~= '') then\n"
 	"      out[#out + 1] = n\n"
 	"      out[#out + 1] = redis.call('HGETALL', k)\n"
 	"    end\n"
@@ -1274,14 +1279,14 @@ static int
 redis_list(struct maro_registry *r, const char *prefix, struct maro_registry_list *out)
 {
 	char base[MARO_NAME_MAX + 16], members[MARO_NAME_MAX + 16];
-	const char *argv[] = { "EVAL", SCRIPT_LIST, "1", members, base, prefix };
+	const char *argv[] = { "EVAL", SCRIPT_LIST, "1", members, base, prefix, out->jobs ? "1" : "0" };
 	redisReply *rep;
 	size_t i;
 	int rc = 0;
 
 	snprintf(base, sizeof base, "maro:%s:m:", r->group);
 	snprintf(members, sizeof members, "maro:%s:members", r->group);
-	rep = command(r, 6, argv);
+	rep = command(r, 7, argv);
 	if (!rep)
 		return -1;
 	if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 1 ||
@@ -1296,7 +1301,7 @@ redis_list(struct maro_registry *r, const char *prefix, struct maro_registry_lis
 		/* garbage is skipped, never trusted: a hash must name its own key */
 		if (n->type != REDIS_REPLY_STRING || parse_hash(r, rep->element[i + 1], &e, &m) < 0 ||
 		    strlen(e.name) != n->len || memcmp(e.name, n->str, n->len) != 0 ||
-		    strncmp(e.name, prefix, strlen(prefix)) != 0)
+		    !maro_registry_listed(out, e.name, prefix))
 			continue;
 		age = rep->element[0]->integer - m.hb_ms;
 		e.heartbeat_age_ms = age < 0 ? 0 : age;

@@ -27,8 +27,10 @@ void (*maro_registry_notice)(int level, const char *msg);
 /* The keys the MAC covers, in its order (MARO_MAC_NFIELDS): maro_registry_fields's, then these. */
 static const char *const mac_keys[MARO_MAC_NFIELDS] = {
 	"name", "type", "endpoint", "host", "pid", "started", "ncpu", "load1", "mem", "info", "stats",
-	"token", "ttl", "owner",
+	"job", "token", "ttl", "owner",
 };
+/* job: covered only when it is not empty (registry-impl.h) */
+#define MAC_JOB 11
 
 enum {
 	F_NAME = 1 << 0, F_TYPE = 1 << 1, F_ENDPOINT = 1 << 2, F_HOST = 1 << 3,
@@ -278,6 +280,10 @@ maro_registry_field(struct maro_entry *e, struct maro_registry_meta *m, const ch
 		if (text_field(e->stats, sizeof e->stats, v, n) < 0)
 			e->stats[0] = '\0';
 		clean_text(e->stats);
+	} else if (KEY_IS("job")) {
+		if (text_field(e->job, sizeof e->job, v, n) < 0)
+			e->job[0] = '\0';
+		clean_text(e->job);
 	} else if (KEY_IS("token")) {
 		if (!hex_token(v, n))
 			return -1;
@@ -360,6 +366,9 @@ maro_registry_mac_raw(const unsigned char key[MARO_MAC_BYTES], const char *group
 	crypto_generichash_update(&st, (const unsigned char *)"group=", 6);
 	crypto_generichash_update(&st, (const unsigned char *)group, strlen(group));
 	for (i = 0; i < MARO_MAC_NFIELDS; i++) {
+		/* an entry without a job keeps the MAC of the entries of before jobs */
+		if (i == MAC_JOB && (!val[i] || !len[i]))
+			continue;
 		/* one line each: a newline in a value could pass for the next field */
 		if (val[i] && memchr(val[i], '\n', len[i]))
 			rc = -1;
@@ -421,7 +430,7 @@ maro_registry_fields(const struct maro_entry *e, struct maro_registry_fields *f)
 {
 	static const char *const keys[MARO_REGISTRY_NFIELDS] = {
 		"name", "type", "endpoint", "host", "pid", "started", "ncpu", "load1", "mem", "info",
-		"stats",
+		"stats", "job",
 	};
 	size_t i;
 
@@ -440,13 +449,25 @@ maro_registry_fields(const struct maro_entry *e, struct maro_registry_fields *f)
 		f->val[4 + i] = f->num[i];
 	f->val[9] = e->info;
 	f->val[10] = e->stats;
+	f->val[11] = e->job;
+}
+
+int
+maro_registry_listed(const struct maro_registry_list *l, const char *name, const char *prefix)
+{
+	if (name[0] == '~') {
+		if (!l->jobs)
+			return 0;
+		name++;
+	}
+	return !strncmp(name, prefix, strlen(prefix));
 }
 
 int
 maro_registry_collect(struct maro_registry *r, struct maro_registry_list *l,
     const struct maro_entry *e)
 {
-	if (e->name[0] == '~')
+	if (e->name[0] == '~' && !(l->jobs && e->job[0]))
 		return 0;
 	if (l->n == l->cap) {
 		size_t cap = l->cap ? l->cap * 2 : 16;
@@ -818,6 +839,9 @@ maro_registry_register(struct maro_registry *r, const struct maro_entry *e, int 
 	memcpy(mine.info, e->info, sizeof mine.info);
 	mine.info[MARO_INFO_MAX] = '\0';
 	clean_text(mine.info);
+	memcpy(mine.job, e->job, sizeof mine.job);
+	mine.job[MARO_STATS_JOB_MAX] = '\0';
+	clean_text(mine.job);
 	fill_own(&mine);
 	if (own_index(r, mine.name) < 0 && r->nown == r->capown) {
 		size_t cap = r->capown ? r->capown * 2 : 4;
@@ -900,6 +924,20 @@ maro_registry_set_info(struct maro_registry *r, const char *name, const char *in
 }
 
 int
+maro_registry_set_job(struct maro_registry *r, const char *name, const char *job)
+{
+	ssize_t i = own_index(r, name);
+	int had;
+
+	if (i < 0)
+		return maro_registry_fail(r, ENOENT, "'%s' is not registered by this process", name);
+	had = r->own[i].job[0] != '\0';
+	snprintf(r->own[i].job, sizeof r->own[i].job, "%s", job ? job : "");
+	clean_text(r->own[i].job);
+	return had || !r->own[i].job[0] ? 0 : refresh(r, (size_t)i);
+}
+
+int
 maro_registry_heartbeat(struct maro_registry *r)
 {
 	struct maro_entry status;
@@ -977,11 +1015,12 @@ by_name(const void *a, const void *b)
 	return strcmp(((const struct maro_entry *)a)->name, ((const struct maro_entry *)b)->name);
 }
 
-ssize_t
-maro_registry_list(struct maro_registry *r, const char *prefix, struct maro_entry **out)
+static ssize_t
+list(struct maro_registry *r, const char *prefix, int jobs, struct maro_entry **out)
 {
 	struct maro_registry_list l = { 0 };
 
+	l.jobs = jobs;
 	*out = NULL;
 	if (r->be->list(r, prefix ? prefix : "", &l) < 0) {
 		int err = errno;
@@ -994,6 +1033,18 @@ maro_registry_list(struct maro_registry *r, const char *prefix, struct maro_entr
 		qsort(l.v, l.n, sizeof l.v[0], by_name);
 	*out = l.v;
 	return (ssize_t)l.n;
+}
+
+ssize_t
+maro_registry_list(struct maro_registry *r, const char *prefix, struct maro_entry **out)
+{
+	return list(r, prefix, 0, out);
+}
+
+ssize_t
+maro_registry_list_jobs(struct maro_registry *r, const char *prefix, struct maro_entry **out)
+{
+	return list(r, prefix, 1, out);
 }
 
 ssize_t

@@ -17,7 +17,9 @@
  * reader.  dir: also drops an entry the moment its owner's process dies.
  * Each heartbeat publishes the process's counters (stats.h) in the entry's
  * stats; on dir: a heartbeat that changes only them rewrites the entry at
- * most every 5 s (an idle member's do not change: it only touches it).
+ * most every 5 s (an idle member's do not change: it only touches it).  A
+ * master publishes its job in its entry's job (maro_registry_set_job),
+ * written at every heartbeat that finds it changed: one entry per job.
  * The stored layouts: registry-dir.c, registry-redis.c, and maro(7).
  * A name is held by one live owner; names starting with '~' are private
  * inboxes (reply inboxes of blocking senders): lookups find them, listings
@@ -69,6 +71,10 @@ struct maro_entry {
 						   filled by register/heartbeat; optional: one too
 						   long or with a NUL reads as empty, and is cleaned
 						   as info is */
+	char job[MARO_STATS_JOB_MAX + 1];	/* the job its owner runs (stats.h:
+						   maro_stats_job_text), "" for none: set by
+						   maro_registry_set_job; optional and read as
+						   stats is */
 };
 
 struct maro_curve_key;
@@ -140,7 +146,7 @@ const char *maro_registry_local_address(const struct maro_registry *r);
 int64_t maro_registry_ttl_ms(const struct maro_registry *r);
 
 /*
- * Registers e->name (e->type, e->endpoint, e->info are the caller's; host,
+ * Registers e->name (e->type, e->endpoint, e->info, e->job are the caller's; host,
  * pid, start time and load are filled in; an empty type is derived from
  * the name, without its '~').  If the name is held by another live owner
  * (another handle, even in this process): with takeover the entry is
@@ -153,6 +159,15 @@ int maro_registry_register(struct maro_registry *r, const struct maro_entry *e,
     int takeover, struct maro_entry *holder);
 /* Updates the free-text info of a registered name (shown by maro-peers). */
 int maro_registry_set_info(struct maro_registry *r, const char *name, const char *info);
+/*
+ * Sets the job (stats.h: maro_stats_job_text) the entry of a registered
+ * name publishes; NULL or "" for none.  The next heartbeat writes it, but
+ * a job the entry had not is written at once, so that a job is listed
+ * from its start.  A private name's entry with a job is listed by
+ * maro_registry_list_jobs.  0, or -1 (ENOENT: not this handle's name; or
+ * the write's error).
+ */
+int maro_registry_set_job(struct maro_registry *r, const char *name, const char *job);
 /*
  * Refreshes every entry of this handle.  Reconnects after a lost connection
  * and registers again entries the backend lost (a restarted Redis) or let
@@ -177,6 +192,14 @@ int maro_registry_lookup(struct maro_registry *r, const char *name, struct maro_
  * count, or -1.
  */
 ssize_t maro_registry_list(struct maro_registry *r, const char *prefix,
+    struct maro_entry **out);
+/*
+ * As maro_registry_list, and also the private entries that publish a job
+ * (the reply inbox of a blocking maro-scatter: a job's master), matched
+ * by their name after the '~'.  Sorted by name, so the private ones come
+ * last ('~' sorts after every other character of a name).
+ */
+ssize_t maro_registry_list_jobs(struct maro_registry *r, const char *prefix,
     struct maro_entry **out);
 /*
  * The names of the entries maro_registry_list gives, appended to

@@ -74,6 +74,8 @@ int
 maro_scatter_start(struct maro_scatter *sc, const char *name)
 {
 	sc->in.reply_to = sc->async ? name : sc->rq.name;
+	sc->started_us = maro_now_us();
+	sc->started_s = (int64_t)time(NULL);
 	/*
 	 * A task takes its first reply and no other, so a resent reply needs
 	 * no message-id filter (3 MB less for long runs); its senders are
@@ -569,9 +571,42 @@ maro_scatter_wake(const struct maro_scatter *sc, int64_t wake)
 }
 
 void
-maro_scatter_publish(const struct maro_scatter *sc)
+maro_scatter_job(const struct maro_scatter *sc, int64_t now, struct maro_stats_job *j)
 {
 	const struct maro_workq *q = &sc->q;
+	double secs = (double)(now - sc->started_us) / 1e6;
+	size_t open, waiting;
+
+	maro_scatter_unfinished(sc, &open, &waiting);
+	memset(j, 0, sizeof *j);
+	j->start = sc->started_s;
+	/* an input cut short by an error has ended too: what was read is all there is */
+	j->total = sc->input_done ? (int64_t)q->ntasks : -1;
+	j->read = q->ntasks;
+	j->done = q->ndone - q->nfailed;
+	j->failed = q->nfails;
+	j->gaveup = q->nfailed;
+	j->open = open;
+	/* over less time, a rate would be noise */
+	j->rate = secs >= 0.25 ? (double)q->ndone / secs : 0;
+	j->eta = -1;
+	if (j->total >= 0 && q->ndone == q->ntasks)
+		j->eta = 0;
+	else if (j->total >= 0 && j->rate > 0) {
+		double left = (double)(q->ntasks - q->ndone) / j->rate;
+
+		/* rounded up (no ceil: the tools load no libm) */
+		j->eta = (int64_t)left;
+		j->eta += (double)j->eta < left;
+	}
+}
+
+void
+maro_scatter_publish(const struct maro_scatter *sc, int64_t now)
+{
+	const struct maro_workq *q = &sc->q;
+	struct maro_stats_job j;
+	char job[MARO_STATS_JOB_MAX + 1];
 	uint64_t flight = 0, window = 0;
 	size_t p;
 
@@ -585,6 +620,12 @@ maro_scatter_publish(const struct maro_scatter *sc)
 	maro_stats.tasks_inflight = flight;
 	maro_stats.window_used = flight;
 	maro_stats.window = window;
+	if (!sc->rq.inbox)
+		return;
+	maro_scatter_job(sc, now, &j);
+	maro_stats_job_text(&j, job, sizeof job);
+	/* a registry that does not answer now is asked again at the heartbeat */
+	maro_registry_set_job(sc->c->reg, sc->rq.name, job);
 }
 
 const char *

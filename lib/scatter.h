@@ -21,6 +21,7 @@
 #include "joblog.h"
 #include "outbox.h"
 #include "session.h"
+#include "stats.h"
 #include "taskin.h"
 #include "transport.h"
 #include "workq.h"
@@ -61,6 +62,8 @@ struct maro_scatter {
 	int64_t quiet_since;	/* the last reply that counted a turn, or the last doubling */
 	size_t nhosts;		/* the hosts the peers run on, at the last look (the cap is per host) */
 	int nomem;		/* a peer's new holder was not dealt with for want of memory */
+	int64_t started_us;	/* maro_scatter_start: monotonic us, and the wall clock's s */
+	int64_t started_s;
 };
 
 /*
@@ -127,9 +130,13 @@ int maro_scatter_pollitems(struct maro_scatter *sc, zmq_pollitem_t *items, int m
 /*
  * Sets what a heartbeat publishes (stats.h) from the queue: tasks answered
  * and given up, those at a peer, and the window of the live peers; read at
- * heartbeat time, not counted per task.
+ * heartbeat time, not counted per task.  With a reply inbox (not async),
+ * also the job (maro_scatter_job) in its entry (maro_registry_set_job:
+ * the first one is written at once).  Call it before each heartbeat.
  */
-void maro_scatter_publish(const struct maro_scatter *sc);
+void maro_scatter_publish(const struct maro_scatter *sc, int64_t now);
+/* The job's figures at now (monotonic us), as a heartbeat publishes them. */
+void maro_scatter_job(const struct maro_scatter *sc, int64_t now, struct maro_stats_job *j);
 /*
  * Appends the job log record (joblog.h) of task t, ended now: done, its
  * reply (n bytes) at reply, or given up (why; reply NULL).  0, or -1 with

@@ -235,3 +235,117 @@ maro_stats_value(const struct maro_stats_view *v, enum maro_stats_key k)
 		return 0.0;
 	return k < MARO_STATS_NINTS ? (double)v->n[k] : v->rate[k - MARO_STATS_NINTS];
 }
+
+void
+maro_stats_job_text(const struct maro_stats_job *j, char *out, size_t len)
+{
+	char total[24] = "-", eta[24] = "-";
+	double r = isfinite(j->rate) && j->rate > 0 ? j->rate : 0.0;
+	size_t at = 0;
+
+	if (len == 0)
+		return;
+	out[0] = '\0';
+	if (j->total >= 0)
+		snprintf(total, sizeof total, "%lld", (long long)j->total);
+	if (j->eta >= 0)
+		snprintf(eta, sizeof eta, "%lld", (long long)j->eta);
+	word(out, len, &at, "start=%lld", (long long)(j->start > 0 ? j->start : 0));
+	word(out, len, &at, " total=%s", total);
+	word(out, len, &at, " read=%llu", (unsigned long long)j->read);
+	word(out, len, &at, " done=%llu", (unsigned long long)j->done);
+	word(out, len, &at, " failed=%llu", (unsigned long long)j->failed);
+	word(out, len, &at, " gaveup=%llu", (unsigned long long)j->gaveup);
+	word(out, len, &at, " open=%llu", (unsigned long long)j->open);
+	word(out, len, &at, " rate=%.2f", r < RATE_MAX ? r : RATE_MAX);
+	word(out, len, &at, " eta=%s", eta);
+}
+
+/* "-" (-1) or a decimal integer up to INT64_MAX: 0, or -1. */
+static int
+maybe_integer(const char *s, size_t n, int64_t *out)
+{
+	uint64_t x;
+
+	if (n == 1 && s[0] == '-') {
+		*out = -1;
+		return 0;
+	}
+	if (integer(s, n, &x) < 0 || x > INT64_MAX)
+		return -1;
+	*out = (int64_t)x;
+	return 0;
+}
+
+/* One word of a job's text into j, unless it cannot be read; which key it was (bit), or 0. */
+static unsigned
+job_word(const char *w, size_t n, struct maro_stats_job *j)
+{
+	static const char *const keys[] = {
+		"start", "total", "read", "done", "failed", "gaveup", "open", "rate", "eta",
+	};
+	uint64_t *const counts[] = { &j->read, &j->done, &j->failed, &j->gaveup, &j->open };
+	const char *eq = memchr(w, '=', n), *v;
+	size_t k, kn, vn;
+	int64_t x;
+
+	if (!eq)
+		return 0;
+	kn = (size_t)(eq - w);
+	v = eq + 1;
+	vn = n - kn - 1;
+	for (k = 0; k < sizeof keys / sizeof keys[0]; k++)
+		if (strlen(keys[k]) == kn && !memcmp(keys[k], w, kn))
+			break;
+	switch (k) {
+	case 0:
+		if (maybe_integer(v, vn, &x) < 0 || x < 0)
+			return 0;
+		j->start = x;
+		break;
+	case 1:
+		if (maybe_integer(v, vn, &j->total) < 0)
+			return 0;
+		break;
+	case 2: case 3: case 4: case 5: case 6:
+		if (integer(v, vn, counts[k - 2]) < 0)
+			return 0;
+		break;
+	case 7:
+		if (rate(v, vn, &j->rate) < 0)
+			return 0;
+		break;
+	case 8:
+		if (maybe_integer(v, vn, &j->eta) < 0)
+			return 0;
+		break;
+	default:
+		return 0;
+	}
+	return 1u << k;
+}
+
+int
+maro_stats_job_parse(const char *text, struct maro_stats_job *j)
+{
+	const char *p = text;
+	unsigned have = 0;
+
+	memset(j, 0, sizeof *j);
+	j->total = j->eta = -1;
+	while (*p) {
+		size_t len = strcspn(p, " ");
+
+		if (len)
+			have |= job_word(p, len, j);
+		p += len;
+		p += *p == ' ';
+	}
+	/* start and done make a job */
+	if ((have & 0x9) != 0x9) {
+		memset(j, 0, sizeof *j);
+		j->total = j->eta = -1;
+		return 0;
+	}
+	return 1;
+}

@@ -1,6 +1,7 @@
 /*
  * stats: the counters a component publishes with its heartbeat (the
- * registry's "stats" field, maro(7) REGISTRY), and their reading.
+ * registry's "stats" field, maro(7) REGISTRY), and their reading; and the
+ * figures of the job a master runs (its "job" field), and theirs.
  *
  * One process-global struct maro_stats: the tools are single-threaded, so
  * the hot paths count with a plain increment (no call, no lock), and the
@@ -84,5 +85,48 @@ const char *maro_stats_key_name(enum maro_stats_key k);
 int maro_stats_parse(const char *text, struct maro_stats_view *v);
 /* Key k's value in v as a double (0 when absent). */
 double maro_stats_value(const struct maro_stats_view *v, enum maro_stats_key k);
+
+/*
+ * A job: the run of a master (maro-scatter) over its input, as it
+ * publishes it in its entry's "job" field at every heartbeat.  The text is
+ * words "key=value" separated by single spaces, in this order:
+ *
+ *   start=S total=N|- read=N done=N failed=N gaveup=N open=N rate=R eta=S|-
+ *
+ * start  when the job began, s since the epoch (the master's clock)
+ * total  the tasks of the whole input: "-" until the input has ended
+ * read   the tasks read so far
+ * done   tasks answered
+ * failed attempts that failed (a failure reply, a timeout, a peer gone
+ *        with the task), whether or not the task was tried again
+ * gaveup tasks given up
+ * open   tasks sent and not finished (at a peer, or waiting to be sent
+ *        again); read less done, gaveup and open have not been sent yet
+ * rate   tasks finished (done and given up) per second since the start,
+ *        on the master's own clock (readers on other hosts need none)
+ * eta    seconds left at that rate: "-" until total is known and a task
+ *        has finished
+ *
+ * N a decimal integer, R a decimal number, S whole seconds.  Readers
+ * ignore the keys they do not know and read an unreadable value as
+ * absent; a text without start or done is no job.
+ */
+#define MARO_STATS_JOB_MAX 256
+
+struct maro_stats_job {
+	int64_t start;			/* s since the epoch */
+	int64_t total;			/* -1: not known (yet) */
+	uint64_t read, done, failed, gaveup, open;
+	double rate;			/* finished per second */
+	int64_t eta;			/* s; -1: not known */
+};
+
+/* j as its text in out (len bytes, NUL included: MARO_STATS_JOB_MAX + 1 always holds it). */
+void maro_stats_job_text(const struct maro_stats_job *j, char *out, size_t len);
+/*
+ * Reads a job's text into j: 1, or 0 when it is no job (then j is all
+ * zero but total and eta, -1, as for every key absent).  Never fails.
+ */
+int maro_stats_job_parse(const char *text, struct maro_stats_job *j);
 
 #endif

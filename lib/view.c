@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include <jansson.h>
 
@@ -119,6 +120,35 @@ mem_text(char *buf, size_t len, uint64_t kb)
 		snprintf(buf, len, "%.0fM", (double)kb / 1024);
 }
 
+/* "12s", "4m05s", "1h02m": a time left, for people */
+static void
+duration_text(char *buf, size_t len, int64_t secs)
+{
+	long t = secs < 0 ? 0 : secs > 359999 ? 359999 : (long)secs;
+
+	if (t < 60)
+		snprintf(buf, len, "%lds", t);
+	else if (t < 3600)
+		snprintf(buf, len, "%ldm%02lds", t / 60, t % 60);
+	else
+		snprintf(buf, len, "%ldh%02ldm", t / 3600, t / 60 % 60);
+}
+
+/* A start, local time: "14:03:07" today, "11-24 14:03" another day. */
+static void
+start_text(char *buf, size_t len, int64_t secs)
+{
+	time_t t = (time_t)secs, now = time(NULL);
+	struct tm a, b;
+
+	if (!localtime_r(&t, &a) || !localtime_r(&now, &b))
+		snprintf(buf, len, "-");
+	else if (a.tm_year == b.tm_year && a.tm_yday == b.tm_yday)
+		strftime(buf, len, "%H:%M:%S", &a);
+	else
+		strftime(buf, len, "%m-%d %H:%M", &a);
+}
+
 static int
 widest(const struct maro_entry *v, size_t n, size_t off, int min)
 {
@@ -181,6 +211,33 @@ maro_view_info_count(const char *info, const char *key)
 	return -1;
 }
 
+/*
+ * A listing of maro_registry_list_jobs: its members, the entries before
+ * its first private one (the private ones sort last), and its jobs, the
+ * entries of either kind whose job can be read.
+ */
+struct jobrow {
+	const struct maro_entry *e;
+	struct maro_stats_job j;
+};
+
+static size_t
+members_of(const struct maro_entry *v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n && v[i].name[0] != '~'; i++)
+		;
+	return i;
+}
+
+/* A job's name: its master's entry's, without the '~' of a private one. */
+static const char *
+job_name(const struct maro_entry *e)
+{
+	return e->name + (e->name[0] == '~');
+}
+
 struct hoststat {
 	const struct maro_entry *latest;	/* the freshest heartbeat says the host's load */
 	size_t members;
@@ -200,6 +257,8 @@ struct summary {
 	struct typestat *ts;
 	struct maro_stats_view *sv;	/* each entry's stats, read */
 	size_t nh, nt, cpus, npools, publish;
+	struct jobrow *jobs;		/* the jobs, in listing order */
+	size_t njobs;
 };
 
 /* The figures of the stats tables: their keys, as columns. */
@@ -235,22 +294,40 @@ by_type(const void *a, const void *b)
 	return strcmp(((const struct typestat *)a)->type, ((const struct typestat *)b)->type);
 }
 
-static int
-summarize(struct summary *s, const struct maro_entry *v, size_t n)
+static void
+summary_free(struct summary *s)
 {
-	size_t i, k;
+	free(s->hs);
+	free(s->ts);
+	free(s->sv);
+	free(s->jobs);
+}
+
+/*
+ * The figures of the listing v[0..n): of its members, the first *n (set
+ * to their number), and of its jobs, all of it.
+ */
+static int
+summarize(struct summary *s, const struct maro_entry *v, size_t *nv)
+{
+	size_t i, k, n = members_of(v, *nv);
 
 	memset(s, 0, sizeof *s);
 	s->hs = calloc(n + 1, sizeof *s->hs);
 	s->ts = calloc(n + 1, sizeof *s->ts);
 	s->sv = calloc(n + 1, sizeof *s->sv);
-	if (!s->hs || !s->ts || !s->sv) {
-		free(s->hs);
-		free(s->ts);
-		free(s->sv);
+	s->jobs = calloc(*nv + 1, sizeof *s->jobs);
+	if (!s->hs || !s->ts || !s->sv || !s->jobs) {
+		summary_free(s);
 		errno = ENOMEM;
 		return -1;
 	}
+	for (i = 0; i < *nv; i++)
+		if (v[i].job[0] && maro_stats_job_parse(v[i].job, &s->jobs[s->njobs].j)) {
+			s->jobs[s->njobs].e = &v[i];
+			s->njobs++;
+		}
+	*nv = n;
 	for (i = 0; i < n; i++) {
 		for (k = 0; k < s->nh && strcmp(s->hs[k].latest->host, v[i].host); k++)
 			;
@@ -276,6 +353,38 @@ summarize(struct summary *s, const struct maro_entry *v, size_t n)
 	return 0;
 }
 
+/* The jobs, as the summary's "jobs": figures that are not known yet are null. */
+static json_t *
+jobs_json(const struct summary *s)
+{
+	json_t *ja = json_array();
+	size_t k;
+
+	for (k = 0; ja && k < s->njobs; k++) {
+		const struct maro_entry *e = s->jobs[k].e;
+		const struct maro_stats_job *jb = &s->jobs[k].j;
+		json_t *o = json_object();
+
+		json_object_set_new(o, "name", json_string(job_name(e)));
+		json_object_set_new(o, "host", json_string(e->host));
+		json_object_set_new(o, "pid", json_integer(e->pid));
+		json_object_set_new(o, "start", json_integer((json_int_t)jb->start));
+		json_object_set_new(o, "total",
+		    jb->total >= 0 ? json_integer((json_int_t)jb->total) : json_null());
+		json_object_set_new(o, "read", json_integer((json_int_t)jb->read));
+		json_object_set_new(o, "done", json_integer((json_int_t)jb->done));
+		json_object_set_new(o, "failed", json_integer((json_int_t)jb->failed));
+		json_object_set_new(o, "gaveup", json_integer((json_int_t)jb->gaveup));
+		json_object_set_new(o, "open", json_integer((json_int_t)jb->open));
+		json_object_set_new(o, "rate", json_real(jb->rate));
+		json_object_set_new(o, "eta",
+		    jb->eta >= 0 ? json_integer((json_int_t)jb->eta) : json_null());
+		json_object_set_new(o, "heartbeat_age_ms", json_integer(e->heartbeat_age_ms));
+		json_array_append_new(ja, o);
+	}
+	return ja;
+}
+
 static json_t *
 status_json(const struct summary *s, const struct maro_entry *v, size_t n)
 {
@@ -284,6 +393,7 @@ status_json(const struct summary *s, const struct maro_entry *v, size_t n)
 
 	if (!j)
 		return NULL;
+	json_object_set_new(j, "jobs", jobs_json(s));
 	json_object_set_new(j, "hosts", json_integer((json_int_t)s->nh));
 	json_object_set_new(j, "members", json_integer((json_int_t)n));
 	json_object_set_new(j, "cpus", json_integer((json_int_t)s->cpus));
@@ -352,6 +462,7 @@ status_json(const struct summary *s, const struct maro_entry *v, size_t n)
 		json_object_set_new(c, "name", json_string(v[i].name));
 		json_object_set_new(c, "type", json_string(v[i].type));
 		json_object_set_new(c, "host", json_string(v[i].host));
+		json_object_set_new(c, "heartbeat_age_ms", json_integer(v[i].heartbeat_age_ms));
 		json_object_set_new(c, "stats", st);
 		json_array_append_new(ja, c);
 	}
@@ -434,12 +545,54 @@ pools_text(struct maro_buf *out, const struct summary *s, const struct maro_entr
 	return rc ? -1 : 0;
 }
 
+/*
+ * The jobs' table, when there are jobs: TOTAL is the tasks read and a '+'
+ * until the input has ended, DONE/s the tasks finished a second.
+ */
+static int
+jobs_text(struct maro_buf *out, const struct summary *s)
+{
+	size_t k;
+	int w = 24, wh = 16, rc = 0;
+
+	if (!s->njobs)
+		return 0;
+	for (k = 0; k < s->njobs; k++) {
+		if ((int)strlen(job_name(s->jobs[k].e)) > w)
+			w = (int)strlen(job_name(s->jobs[k].e));
+		if ((int)strlen(s->jobs[k].e->host) > wh)
+			wh = (int)strlen(s->jobs[k].e->host);
+	}
+	rc |= maro_buf_printf(out, "%-*s  %-*s  %11s  %10s  %10s  %7s  %7s  %7s  %9s  %7s  %6s\n", w,
+	    "JOB", wh, "HOST", "STARTED", "TOTAL", "DONE", "FAILED", "GAVEUP", "OPEN", "DONE/s", "ETA",
+	    "AGE");
+	for (k = 0; k < s->njobs; k++) {
+		const struct maro_stats_job *jb = &s->jobs[k].j;
+		char total[32], start[32], eta[32] = "-", age[32];
+
+		if (jb->total >= 0)
+			snprintf(total, sizeof total, "%lld", (long long)jb->total);
+		else
+			snprintf(total, sizeof total, "%llu+", (unsigned long long)jb->read);
+		start_text(start, sizeof start, jb->start);
+		if (jb->eta >= 0)
+			duration_text(eta, sizeof eta, jb->eta);
+		age_text(age, sizeof age, s->jobs[k].e->heartbeat_age_ms);
+		rc |= maro_buf_printf(out, "%-*s  %-*s  %11s  %10s  %10llu  %7llu  %7llu  %7llu  %9.1f  %7s  %6s\n",
+		    w, job_name(s->jobs[k].e), wh, s->jobs[k].e->host, start, total,
+		    (unsigned long long)jb->done, (unsigned long long)jb->failed,
+		    (unsigned long long)jb->gaveup, (unsigned long long)jb->open, jb->rate, eta, age);
+	}
+	return rc | maro_buf_puts(out, "\n");
+}
+
 static int
 status_text(struct maro_buf *out, const struct summary *s, const struct maro_entry *v, size_t n)
 {
 	size_t k;
 	int rc = 0;
 
+	rc |= jobs_text(out, s);
 	rc |= maro_buf_printf(out, "hosts %zu, members %zu, CPUs %zu\n\n", s->nh, n, s->cpus);
 	rc |= maro_buf_printf(out, "%-24s  %4s  %6s  %7s  %7s\n", "HOST", "NCPU", "LOAD1", "MEM",
 	    "MEMBERS");
@@ -465,12 +618,10 @@ maro_view_status(struct maro_buf *out, const struct maro_entry *v, size_t n, int
 	struct summary s;
 	int rc;
 
-	if (summarize(&s, v, n) < 0)
+	if (summarize(&s, v, &n) < 0)
 		return -1;
 	rc = json ? json_line(out, status_json(&s, v, n)) : status_text(out, &s, v, n);
-	free(s.hs);
-	free(s.ts);
-	free(s.sv);
+	summary_free(&s);
 	return rc;
 }
 
@@ -586,6 +737,80 @@ prom_members(struct maro_buf *out, const struct summary *s, const struct maro_en
 	return rc;
 }
 
+/* One sample of job r: name{group="G",name="JOB",host="H"[,state="S"]} value. */
+static int
+prom_job(struct maro_buf *out, const char *name, const char *group, const struct jobrow *r,
+    const char *state, double value)
+{
+	int rc = maro_buf_printf(out, "%s{", name);
+
+	rc |= prom_label(out, "group", group, 1);
+	rc |= prom_label(out, "name", job_name(r->e), 0);
+	rc |= prom_label(out, "host", r->e->host, 0);
+	if (state)
+		rc |= prom_label(out, "state", state, 0);
+	return rc | maro_buf_printf(out, "} %.15g\n", value);
+}
+
+/*
+ * The jobs, first: their tasks by state (done, gaveup, open and waiting
+ * add up to those read), the attempts that failed, the input's tasks and
+ * the time left when they are known, and the start.  Not a label "job":
+ * Prometheus gives that name to the scrape job's, and would rename ours.
+ */
+static int
+prom_jobs(struct maro_buf *out, const struct summary *s, const char *group)
+{
+	size_t k;
+	int rc = 0, head = 0;
+
+	if (!s->njobs)
+		return 0;
+	rc |= prom_family(out, "maro_job_tasks", "gauge",
+	    "The job's tasks read so far, by state: done (answered), gaveup (given up), "
+	    "open (sent, not finished), waiting (not yet sent).");
+	for (k = 0; k < s->njobs; k++) {
+		const struct maro_stats_job *jb = &s->jobs[k].j;
+		uint64_t sent = jb->done + jb->gaveup + jb->open;
+
+		rc |= prom_job(out, "maro_job_tasks", group, &s->jobs[k], "done", (double)jb->done);
+		rc |= prom_job(out, "maro_job_tasks", group, &s->jobs[k], "gaveup", (double)jb->gaveup);
+		rc |= prom_job(out, "maro_job_tasks", group, &s->jobs[k], "open", (double)jb->open);
+		rc |= prom_job(out, "maro_job_tasks", group, &s->jobs[k], "waiting",
+		    jb->read > sent ? (double)(jb->read - sent) : 0);
+	}
+	rc |= prom_family(out, "maro_job_attempts_failed_total", "counter",
+	    "Attempts of the job's tasks that failed (a failure reply, a timeout, a worker gone).");
+	for (k = 0; k < s->njobs; k++)
+		rc |= prom_job(out, "maro_job_attempts_failed_total", group, &s->jobs[k], NULL,
+		    (double)s->jobs[k].j.failed);
+	for (k = 0; k < s->njobs; k++) {
+		if (s->jobs[k].j.total < 0)
+			continue;
+		if (!head++)
+			rc |= prom_family(out, "maro_job_input_tasks", "gauge",
+			    "The tasks of the job's whole input, once it has ended.");
+		rc |= prom_job(out, "maro_job_input_tasks", group, &s->jobs[k], NULL,
+		    (double)s->jobs[k].j.total);
+	}
+	rc |= prom_family(out, "maro_job_start_time_seconds", "gauge",
+	    "When the job began, in seconds since the epoch.");
+	for (k = 0; k < s->njobs; k++)
+		rc |= prom_job(out, "maro_job_start_time_seconds", group, &s->jobs[k], NULL,
+		    (double)s->jobs[k].j.start);
+	head = 0;
+	for (k = 0; k < s->njobs; k++) {
+		if (s->jobs[k].j.eta < 0)
+			continue;
+		if (!head++)
+			rc |= prom_family(out, "maro_job_eta_seconds", "gauge",
+			    "The time the job has left at its rate so far, once its input has ended.");
+		rc |= prom_job(out, "maro_job_eta_seconds", group, &s->jobs[k], NULL,
+		    (double)s->jobs[k].j.eta);
+	}
+	return rc;
+}
+
 static int
 prom_hosts(struct maro_buf *out, const struct summary *s, const char *group)
 {
@@ -649,6 +874,7 @@ int
 maro_view_prometheus(struct maro_buf *out, const struct maro_entry *v, ssize_t n, const char *group)
 {
 	struct summary s;
+	size_t nv;
 	int rc = 0;
 
 	rc |= prom_family(out, "maro_registry_up", "gauge",
@@ -656,14 +882,14 @@ maro_view_prometheus(struct maro_buf *out, const struct maro_entry *v, ssize_t n
 	rc |= prom_sample(out, "maro_registry_up", group, NULL, 0, NULL, NULL, n >= 0);
 	if (n < 0)
 		return rc ? -1 : 0;
-	if (summarize(&s, v, (size_t)n) < 0)
+	nv = (size_t)n;
+	if (summarize(&s, v, &nv) < 0)
 		return -1;
-	rc |= prom_members(out, &s, v, (size_t)n, group);
+	rc |= prom_jobs(out, &s, group);
+	rc |= prom_members(out, &s, v, nv, group);
 	rc |= prom_hosts(out, &s, group);
-	rc |= prom_pools(out, &s, v, (size_t)n, group);
-	free(s.hs);
-	free(s.ts);
-	free(s.sv);
+	rc |= prom_pools(out, &s, v, nv, group);
+	summary_free(&s);
 	return rc ? -1 : 0;
 }
 

@@ -37,19 +37,23 @@ int maro_view_entry_json(struct maro_buf *out, const struct maro_entry *e, const
 int maro_view_event(struct maro_buf *out, const struct maro_entry *e, const char *event, int json);
 
 /*
- * The cluster in one view (PARL's xparl status): hosts with their CPUs,
- * load and memory (as the freshest heartbeat from each host says), members
- * per type, and pools with their job counts -- as text, or as one JSON line.
+ * The cluster in one view (PARL's xparl status): first the jobs the
+ * masters run (the entries with a job: stats.h), then hosts with their
+ * CPUs, load and memory (as the freshest heartbeat from each host says),
+ * members per type, and pools with their job counts -- as text, or as one
+ * JSON line.  v is a listing of maro_registry_list_jobs: its private
+ * entries (last) count as jobs only, not as members.
  */
 int maro_view_status(struct maro_buf *out, const struct maro_entry *v, size_t n, int json);
 
 /*
  * The cluster as Prometheus's text exposition format: the registry's
- * state (maro_registry_up), each member (maro_component_*) and its stats
- * (maro_messages_in_total, maro_tasks_done_total, ...), hosts
- * (maro_host_*), types (maro_members) and pools (maro_pool_*), every
- * sample labelled with the group, as maro-peers(1) lists them.  n < 0 (v
- * unread): the registry did not answer, and the text says only that
+ * state (maro_registry_up), the jobs (maro_job_*), each member
+ * (maro_component_*) and its stats (maro_messages_in_total,
+ * maro_tasks_done_total, ...), hosts (maro_host_*), types (maro_members)
+ * and pools (maro_pool_*), every sample labelled with the group, as
+ * maro-peers(1) lists them; v as for maro_view_status.  n < 0 (v unread):
+ * the registry did not answer, and the text says only that
  * (maro_registry_up 0).
  */
 int maro_view_prometheus(struct maro_buf *out, const struct maro_entry *v, ssize_t n,

@@ -390,6 +390,7 @@ maro_workq_fail(struct maro_workq *q, size_t i, const char *why)
 
 	peer_less(q, t->peer);
 	t->attempts++;
+	q->nfails++;
 	if (!q->retries || t->attempts < q->retries) {
 		t->failed_at = t->peer;
 		t->peer = NO_PEER;

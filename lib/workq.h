@@ -94,6 +94,8 @@ struct maro_workq {
 	void *arg;
 	/* read only for the caller */
 	size_t ntasks, ndone, nfailed;	/* added, finished (answered or given up), given up */
+	uint64_t nfails;		/* attempts that failed (maro_workq_fail), a given-up
+					   task's last included */
 	struct maro_workq_peer *peers;	/* peer p is peers[p], p < npeers */
 	size_t npeers;
 	/* the rest is the module's */

@@ -60,8 +60,11 @@ secret = [l.split("=", 1)[1].strip() for l in open(sys.argv[1]) if l.startswith(
 key = hashlib.blake2b(b"", digest_size=32, key=z85(secret), salt=(1).to_bytes(8, "little") + bytes(8),
     person=b"maro-reg" + bytes(8)).digest()
 f = dict(l.rstrip("\n").split("=", 1) for l in sys.stdin if "=" in l)
-text = "group=" + sys.argv[2] + "\n" + "".join(k + "=" + f.get(k, "") + "\n" for k in
-    "name type endpoint host pid started ncpu load1 mem info stats token ttl owner".split())
+line = lambda k: k + "=" + f.get(k, "") + "\n"
+text = "group=" + sys.argv[2] + "\n" + "".join(map(line,
+    "name type endpoint host pid started ncpu load1 mem info stats".split()))
+# job only when it is not empty
+text += (line("job") if f.get("job") else "") + "".join(map(line, "token ttl owner".split()))
 print(hashlib.blake2b(text.encode(), digest_size=32, key=key).hexdigest())
 ' "$1" "$2"
 }
@@ -69,7 +72,8 @@ print(hashlib.blake2b(text.encode(), digest_size=32, key=key).hexdigest())
 # register NAME ENDPOINT [TYPE [FIELD...]]: an entry written by hand, as
 # REGISTRY says, with a TTL of 60 s and no heartbeat; FIELD "-token" or
 # "-owner" leaves that field out; with $KEYFILE set it carries the mac
-# computed by entry_mac, or a wrong one with FIELD "+badmac"
+# computed by entry_mac, or a wrong one with FIELD "+badmac"; with $JOB
+# set, the field job, under the mac, or added after it with FIELD "+jobafter"
 register() {
 	local name=$1 endpoint=$2 type=${3:-$1} skip=" ${*:4} " token owner now f mac
 	token=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
@@ -79,11 +83,13 @@ register() {
 		f=(name "$name" type "$type" endpoint "$endpoint" host "$(hostname)" pid $$ started "$now"
 			hb "$now" ttl 60000)
 		[[ $skip == *" -token "* ]] || f+=(token "$token")
+		[ -z "${JOB:-}" ] || [[ $skip == *" +jobafter "* ]] || f+=(job "$JOB")
 		if [ -n "${KEYFILE:-}" ]; then
 			mac=$(printf '%s=%s\n' "${f[@]}" | entry_mac "$KEYFILE" "$MARO_GROUP")
 			[[ $skip != *" +badmac "* ]] || mac=$(tr 0-9a-f 1-9a-f0 <<< "$mac")
 			f+=(mac "$mac")
 		fi
+		[ -z "${JOB:-}" ] || [[ $skip != *" +jobafter "* ]] || f+=(job "$JOB")
 		"${cli[@]}" HSET "maro:$MARO_GROUP:m:$name" "${f[@]}" > /dev/null
 		"${cli[@]}" PEXPIRE "maro:$MARO_GROUP:m:$name" 60000 > /dev/null
 		"${cli[@]}" ZADD "maro:$MARO_GROUP:members" $((now + 60000)) "$name" > /dev/null
@@ -100,12 +106,14 @@ register() {
 			"pid=$$" "started=$now" "hb=$now" "ttl=60000"
 		[[ $skip == *" -token "* ]] || echo "token=$token"
 		[[ $skip == *" -owner "* ]] || echo "owner=$owner"
+		[ -z "${JOB:-}" ] || [[ $skip == *" +jobafter "* ]] || echo "job=$JOB"
 	} > "$dir/.tmp.$$.$name"
 	if [ -n "${KEYFILE:-}" ]; then
 		mac=$(entry_mac "$KEYFILE" "$MARO_GROUP" < "$dir/.tmp.$$.$name")
 		[[ $skip != *" +badmac "* ]] || mac=$(tr 0-9a-f 1-9a-f0 <<< "$mac")
 		echo "mac=$mac" >> "$dir/.tmp.$$.$name"
 	fi
+	[ -z "${JOB:-}" ] || [[ $skip != *" +jobafter "* ]] || echo "job=$JOB" >> "$dir/.tmp.$$.$name"
 	mv "$dir/.tmp.$$.$name" "$dir/$name.entry"
 }
 
@@ -359,18 +367,24 @@ entry() {
 	assert_output two
 }
 
-@test "maro(7) REGISTRY MUST: with a group key, a reader takes an entry whose mac is computed as the page says, and skips one with a wrong mac or none" {
+@test "maro(7) REGISTRY MUST: with a group key, a reader takes an entry whose mac is computed as the page says (its job too), and skips one with a wrong mac or none, or a job added after" {
 	maro-keygen group.key
-	KEYFILE=group.key register by.hand tcp://127.0.0.1:9 hand
+	KEYFILE=group.key JOB='start=1795000000 total=4 read=4 done=3 failed=1 gaveup=0 open=1 rate=1.50 eta=1' \
+		register by.hand tcp://127.0.0.1:9 hand
 	KEYFILE=group.key register bad.mac tcp://127.0.0.1:9 bad +badmac
+	KEYFILE=group.key JOB='start=1795000000 done=9' register job.after tcp://127.0.0.1:9 after +jobafter
 	register no.mac tcp://127.0.0.1:9 no
 	MARO_KEYFILE=group.key run -0 --separate-stderr maro-peers -v -f json
 	assert_equal "$(jq -r .name <<< "$output")" by.hand
 	[[ "$stderr" == *"skipped the entry of 'bad.mac': its MAC is wrong"* ]]
+	[[ "$stderr" == *"skipped the entry of 'job.after': its MAC is wrong"* ]]
 	[[ "$stderr" == *"skipped the entry of 'no.mac': its MAC is missing"* ]]
+	MARO_KEYFILE=group.key run -0 --separate-stderr maro-peers --status -f json
+	assert_equal "$(jq -c '[.jobs[] | [.name, .start, .total, .done, .failed, .open, .rate, .eta]]' <<< "$output")" \
+		'[["by.hand",1795000000,4,3,1,1,1.5,1]]'
 	# a reader without the key takes them all
 	run -0 maro-peers -f json
-	assert_equal "$(jq -r .name <<< "$output" | sort | tr '\n' ' ')" "bad.mac by.hand no.mac "
+	assert_equal "$(jq -r .name <<< "$output" | sort | tr '\n' ' ')" "bad.mac by.hand job.after no.mac "
 	# a sender with the key finds no trusted entry: refused at once, not waited for
 	run -69 --separate-stderr timeout 20 maro-send --keyfile group.key -p no.mac -t x -d y --notification -W 10s
 	[[ "$stderr" == *"'no.mac' refused our connection for want of the group key: its entry lacks our group key's MAC"* ]]

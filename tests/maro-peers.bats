@@ -423,20 +423,38 @@ stats_are() {
 	assert_line --regexp '^worker\.1 +[0-9]+ +[0-9]+ +9 +[1-9][0-9]* +0 +[0-9]+\.[0-9] +[0-9]+\.[0-9] +[0-9]+\.[0-9]$'
 }
 
-@test "stats: rates are positive while a scatter runs, and the sums of a type add up" {
-	local w
+@test "stats: rates are positive while a scatter runs, and the sums of a type add up; its job is listed, -P matching its name, never among the members, and leaves with it" {
+	local w job
 	for w in 1 2; do
 		bg 60 maro-dist -n "worker.$w" --raw --co '*:*:1' 'while read -r x; do sleep 0.02; echo "$x"; done'
 	done
 	wait_until 10 live_is worker. 2
 	bg 40 sh -c 'seq 600 | maro-scatter -P worker -t t --json-lines -W 35s -f payload > out'
+	# the job of an anonymous master, at every heartbeat: its name is anon and an id
+	wait_until 10 sh -c 'maro-peers --status -f json | jq -e ".jobs[0] | .total == 600 and .done > 0" > /dev/null'
+	run -0 maro-peers --status -f json
+	job=$(jq -r '.jobs[0].name' <<< "$output")
+	[[ "$job" =~ ^anon\.[0-9a-f]{8}$ ]]
+	assert_equal "$(jq -c '[.members, (.jobs | length), .types]' <<< "$output")" '[2,1,{"worker":2}]'
+	# -P: a job's name, after the '~' of its master's private entry
+	run -0 maro-peers --status -f json -P anon
+	assert_equal "$(jq -c '[.members, [.jobs[].name]]' <<< "$output")" "[0,[\"$job\"]]"
+	run -0 maro-peers --status -f json -P worker
+	assert_equal "$(jq -c '[.members, .jobs]' <<< "$output")" '[2,[]]'
+	run -0 maro-peers --status -P anon
+	assert_line --index 0 --regexp '^JOB +HOST +STARTED +TOTAL +DONE +FAILED +GAVEUP +OPEN +DONE/s +ETA +AGE$'
+	assert_line --index 1 --regexp "^$job +[^ ]+ +[0-9:]{8} +600 +[0-9]+ +0 +0 +[0-9]+ +[0-9]+\\.[0-9] +[-0-9ms]+ +[0-9.]+s\$"
+	# the members: no private name
+	run -0 maro-peers -f json
+	assert_equal "$(jq -r .name <<< "$output" | tr '\n' ' ')" 'worker.1 worker.2 '
 	wait_until 15 stats_are worker.1 '.rdone > 0 and .rin > 0 and .rout > 0'
 	wait_until 15 stats_are worker.2 '.rdone > 0'
 	run -0 maro-peers --status -f json
 	echo "$output" | jq -e '.type_stats.worker.rdone > 0 and .type_stats.worker.publishers == 2' > /dev/null
-	# once it is done, every task is counted, and the rates vanish
+	# once it is done, every task is counted, and the rates vanish; the job left with its master
 	wait_until 40 has_lines out 600
 	wait_until 15 sh -c 'maro-peers --status -f json | jq -e ".type_stats.worker | .done == 600 and .rdone == 0" > /dev/null'
+	assert_equal "$(maro-peers --status -f json | jq -c .jobs)" '[]'
 }
 
 @test "stats: an entry whose stats are garbage is listed, its stats ignored" {

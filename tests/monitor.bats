@@ -1,13 +1,14 @@
 #!/usr/bin/env bats
 # check: early (a long one)
-# The cluster monitor of maro-peers: --status -f prometheus checked by
-# promtool; --serve's page, JSON and metrics over real HTTP (curl), scraped
-# by a real Prometheus server and read back through its query API; the page
-# rendered by headless Chromium while a scatter runs, and one page left
-# open there, read through the DevTools protocol (a screenshot is kept
-# in build/monitor.png); and a Redis outage the server lives through.
-# Each test runs on a Redis of the suite's own (stats on every heartbeat:
-# dir: rewrites them only every 5 s), or, for the outage, of its own.
+# The cluster monitor of maro-peers: a running scatter's job first in
+# --status, its JSON, its metrics (checked by promtool) and the page
+# rendered by headless Chromium; --serve's page, JSON and metrics over real
+# HTTP (curl), scraped by a real Prometheus server and read back through
+# its query API; one page left open in Chromium, read through the DevTools
+# protocol (a screenshot is kept in build/monitor.png); and a Redis outage
+# the server lives through.  Each test runs on a Redis of the suite's own
+# (a job's figures go out with every heartbeat, the members' counters
+# every 5 s at most), or, for the outage, of its own.
 
 load helpers
 
@@ -56,31 +57,163 @@ done_is() { [ "$(done_of "$1")" = "$2" ]; }
 
 need() { command -v "$1" > /dev/null || skip "$1 is not installed (make deps installs Debian's $2)"; }
 
-@test "-f prometheus: promtool passes; the tasks, messages and members as counters and gauges, with their labels" {
+# job_is FILTER: the first job maro-peers --status -f json shows passes the jq FILTER
+job_is() { maro-peers --status -f json | jq -e ".jobs[0] | $1" > /dev/null; }
+
+# One page left open in headless Chromium, read through the DevTools
+# protocol on a pipe (--remote-debugging-pipe: its fds 3 and 4, here 7 and
+# 8, NUL-ended JSON): cdp_open URL, cdp_call METHOD [PARAMS] (its reply),
+# cdp_eval EXPR (its value), cdp_close.
+cdp_send() { printf '%s\0' "$1" >&7; }
+# cdp_recv ID: the reply to the request ID (events, which have no id, are skipped)
+cdp_recv() {
+	local m
+	while IFS= read -r -d '' -t 10 m <&8; do
+		if [[ $m == "{\"id\":$1,"* ]]; then
+			printf '%s\n' "$m"
+			return 0
+		fi
+	done
+	echo "cdp_recv: no reply $1" >&2
+	return 1
+}
+cdp_open() {
+	local target
+	mkfifo cdp.in cdp.out
+	bg 60 sh -c 'exec chromium "$@" 3< cdp.in 4> cdp.out' sh --headless --no-sandbox --disable-gpu \
+		--user-data-dir="$BATS_TEST_TMPDIR/chrome.cdp" --remote-debugging-pipe "$1" 2> cdp.err
+	exec 7> cdp.in 8< cdp.out
+	cdp_send '{"id":1,"method":"Target.getTargets"}'
+	target=$(cdp_recv 1 | jq -r '.result.targetInfos[] | select(.type == "page") | .targetId' | head -n 1)
+	cdp_send "$(jq -nc --arg t "$target" '{id: 2, method: "Target.attachToTarget", params: {targetId: $t, flatten: true}}')"
+	CDP_SESSION=$(cdp_recv 2 | jq -r .result.sessionId)
+	[ -n "$CDP_SESSION" ] && [ "$CDP_SESSION" != null ]
+}
+# cdp_call METHOD [PARAMS]: the reply to a method of the open page (PARAMS: a JSON object)
+cdp_call() {
+	local id=$((RANDOM + 10))
+	cdp_send "{\"id\":$id,\"sessionId\":\"$CDP_SESSION\",\"method\":\"$1\",\"params\":${2:-{\}}}"
+	cdp_recv "$id"
+}
+cdp_eval() {
+	cdp_call Runtime.evaluate "$(jq -nc --arg e "$1" '{expression: $e}')" | jq -r '.result.result.value // empty'
+}
+cdp_close() {
+	cdp_send '{"id":3,"method":"Browser.close"}'
+	cdp_recv 3 > /dev/null || :
+	exec 7>&- 8<&-
+}
+# page_html ID: the open page's element ID, as HTML
+page_html() { cdp_eval "document.getElementById('$1').outerHTML"; }
+# page_jobs_are REGEX: the open page's table of jobs matches REGEX
+page_jobs_are() { [[ "$(page_html jobs)" =~ $1 ]]; }
+# page_workers_are NAME,...: the rows of the open page's table of workers
+page_workers_are() {
+	[ "$(cdp_eval "[...document.querySelectorAll('#components tr[data-name]')].map(r => r.dataset.name).join()")" = "$1" ]
+}
+
+# dom: the page as headless Chromium renders it, once it has polled status.json
+dom() {
+	timeout 30 chromium --headless --no-sandbox --disable-gpu --user-data-dir="$BATS_TEST_TMPDIR/chrome" \
+		--virtual-time-budget=3000 --dump-dom "$URL" 2> chrome.err
+}
+
+@test "a running scatter's job comes first in --status, -f json, -f prometheus (promtool passes) and on the page left open; the workers, not the pool, with their ages; a screenshot" {
 	need promtool prometheus
-	# the task 7 fails until the scatter gives it up
-	bg 60 maro-dist -n worker.1 --raw --on '*:*:1' 'read x; [ "$x" != 7 ] || exit 3; echo "$x"' 2> dist.err
-	wait_until 10 live_is worker. 1
-	run timeout 30 sh -c 'seq 10 | maro-scatter -P worker -t t --json-lines --task-timeout 2s --retries 1 -W 20s -f payload 2> scatter.err'
-	assert_failure 3
-	wait_until 15 done_is worker.1 9
+	need chromium chromium
+	# three workers of a pool: task 7 fails, task 1000 waits for the gate
+	export GATE=$BATS_TEST_TMPDIR/gate
+	bg 60 maro-pool -j 3 -W 50s -- maro-dist --raw --fail-prefix 'ERR ' --co '*:*:1' \
+		'while read -r x; do [ "$x" != 7 ] || { echo "ERR poison"; continue; }
+		[ "$x" != 1000 ] || while [ ! -e "$GATE" ]; do sleep 0.05; done; echo "$x"; done' 2> pool.err
+	# one page, opened before the job and never reloaded
+	serve
+	cdp_open "$URL"
+	wait_until 10 live_is worker. 3
+	wait_until 10 page_jobs_are '<td class="none">none</td>'
+	bg 60 sh -c 'seq 1000 | maro-scatter -n master -P worker -t t --json-lines --retries 1 -W 50s -f payload > out 2> scatter.err; echo $? > rc'
+	wait_until 15 job_is '.total == 1000 and .done == 998 and .gaveup == 1 and .open == 1 and .rate > 0'
+	run -0 --separate-stderr maro-peers --status
+	[[ "${lines[0]}" =~ ^JOB\ +HOST\ +STARTED\ +TOTAL\ +DONE\ +FAILED\ +GAVEUP\ +OPEN\ +DONE/s\ +ETA\ +AGE$ ]]
+	[[ "${lines[1]}" =~ ^master\.[0-9a-f]{8}\ +$HOST\ +[0-9]{2}:[0-9]{2}:[0-9]{2}\ +1000\ +998\ +1\ +1\ +1\ +[0-9]+\.[0-9]\ +[0-9]+s\ +[0-9.]+s$ ]]
+	assert_line "hosts 1, members 4, CPUs $(nproc)"
+	# JSON: the jobs first, the master's reply inbox no member
+	run -0 maro-peers --status -f json
+	local job
+	job=$(jq -r '.jobs[0].name' <<< "$output")
+	[[ "$job" =~ ^master\.[0-9a-f]{8}$ ]]
+	assert_equal "$(jq -c '[(keys_unsorted | first), (.jobs | length), .members, .types]' <<< "$output")" \
+		'["jobs",1,4,{"pool":1,"worker":3}]'
+	assert_equal "$(jq -c '.jobs[0] | [.host, .total, .read, .done, .failed, .gaveup, .open, .eta >= 0, (.start - now | fabs < 60), .heartbeat_age_ms < 2000]' <<< "$output")" \
+		"[\"$HOST\",1000,1000,998,1,1,1,true,true,true]"
+	assert_equal "$(jq -c '[.components[] | [.name, .heartbeat_age_ms < 2000]]' <<< "$output")" \
+		"[[\"pool.$HOST\",true],[\"worker.$HOST.1\",true],[\"worker.$HOST.2\",true],[\"worker.$HOST.3\",true]]"
+	# Prometheus: the jobs first, after the registry's state; the members' figures
 	run -0 --separate-stderr maro-peers --status -f prometheus
 	printf '%s\n' "$output" > m.prom
 	run -0 promtool check metrics < m.prom
 	run -0 cat m.prom
-	local l="group=\"$MARO_GROUP\",name=\"worker.1\",type=\"worker\",host=\"$HOST\""
+	local j="group=\"$MARO_GROUP\",name=\"$job\",host=\"$HOST\""
+	assert_equal "${lines[3]}" "# HELP maro_job_tasks The job's tasks read so far, by state: done (answered), gaveup (given up), open (sent, not finished), waiting (not yet sent)."
+	assert_line "maro_job_tasks{$j,state=\"done\"} 998"
+	assert_line "maro_job_tasks{$j,state=\"gaveup\"} 1"
+	assert_line "maro_job_tasks{$j,state=\"open\"} 1"
+	assert_line "maro_job_tasks{$j,state=\"waiting\"} 0"
+	assert_line "# TYPE maro_job_attempts_failed_total counter"
+	assert_line "maro_job_attempts_failed_total{$j} 1"
+	assert_line "maro_job_input_tasks{$j} 1000"
+	assert_line --regexp "^maro_job_start_time_seconds\\{$j\\} [0-9]{10}\$"
+	assert_line --regexp "^maro_job_eta_seconds\\{$j\\} [0-9]+\$"
+	local l="group=\"$MARO_GROUP\",name=\"worker.$HOST.1\",type=\"worker\",host=\"$HOST\""
 	assert_line "maro_registry_up{group=\"$MARO_GROUP\"} 1"
+	assert_line "maro_component_up{$l} 1"
+	assert_line --regexp "^maro_component_heartbeat_age_seconds\\{$l\\} [0-9.]+\$"
+	assert_line --regexp "^maro_component_start_time_seconds\\{$l\\} [0-9]{10}(\\.[0-9]+)?\$"
+	# a worker's counters go out with its heartbeats, written every 5 s at most: there, not yet counted
 	assert_line "# TYPE maro_tasks_done_total counter"
 	assert_line --regexp '^# HELP maro_tasks_done_total .+'
-	assert_line "maro_tasks_done_total{$l} 9"
-	assert_line --regexp "^maro_tasks_failed_total\\{$l\\} [1-9][0-9]*\$"
-	assert_line --regexp "^maro_messages_in_total\\{$l\\} [1-9][0-9]*\$"
-	assert_line --regexp "^maro_bytes_out_total\\{$l\\} [1-9][0-9]*\$"
-	assert_line "maro_component_up{$l} 1"
-	assert_line "# TYPE maro_tasks_in_flight gauge"
-	assert_line "maro_members{group=\"$MARO_GROUP\",type=\"worker\"} 1"
+	assert_line --regexp "^maro_tasks_done_total\\{$l\\} [0-9]+\$"
+	assert_line --regexp "^maro_tasks_failed_total\\{$l\\} [0-9]+\$"
+	assert_line --regexp "^maro_messages_in_total\\{$l\\} [0-9]+\$"
+	assert_line --regexp "^maro_bytes_out_total\\{$l\\} [0-9]+\$"
+	assert_line --regexp "^maro_messages_out_total\\{$l\\} [0-9]+\$"
+	assert_line "maro_members{group=\"$MARO_GROUP\",type=\"worker\"} 3"
 	assert_line --regexp "^maro_host_cpus\\{group=\"$MARO_GROUP\",host=\"$HOST\"\\} [1-9][0-9]*\$"
 	assert_line --regexp "^maro_host_memory_used_bytes\\{group=\"$MARO_GROUP\",host=\"$HOST\"\\} [1-9][0-9]*\$"
+	assert_line --regexp "^maro_host_load1\\{group=\"$MARO_GROUP\",host=\"$HOST\"\\} [0-9.]+\$"
+	assert_line "maro_host_members{group=\"$MARO_GROUP\",host=\"$HOST\"} 4"
+	local p="group=\"$MARO_GROUP\",name=\"pool.$HOST\",type=\"pool\",host=\"$HOST\""
+	assert_line "maro_pool_jobs{$p} 3"
+	assert_line "maro_pool_jobs_running{$p} 3"
+	assert_line "maro_pool_restarts_total{$p} 0"
+	assert_line "maro_pool_jobs_gaveup_total{$p} 0"
+	# the page, as it polls: the job's row, first of the tables
+	wait_until 10 page_jobs_are "<tr data-name=\"$job\"><td class=\"job\">$job</td><td class=\"host\">$HOST</td><td class=\"started\">[^<]+</td><td class=\"total\">1000</td><td class=\"done\">998</td><td class=\"failed\">1</td><td class=\"gaveup\">1</td><td class=\"open\">1</td><td class=\"done-rate\">[0-9.]+</td><td class=\"eta\">[0-9]+s</td><td class=\"age\">[0-9.]+s</td></tr>"
+	assert_equal "$(cdp_eval "[...document.querySelectorAll('h2')].map(h => h.textContent).join()")" \
+		Jobs,Hosts,Types,Pools,Workers
+	# the workers without the pool, each with the age of its heartbeat
+	wait_until 10 page_workers_are "worker.$HOST.1,worker.$HOST.2,worker.$HOST.3"
+	[[ "$(page_html components)" =~ \<th\ class=\"age\"\>Age\</th\>.*\<tr\ data-name=\"worker\.$HOST\.1\"\>\<td\ class=\"name\"\>worker\.$HOST\.1\</td\>\<td\ class=\"type\"\>worker\</td\>.*\<td\ class=\"age\"\>[0-9.]+s\</td\>\</tr\> ]]
+	[[ "$(page_html pools)" == *"<tr data-name=\"pool.$HOST\"><td class=\"pool\">pool.$HOST</td>"* ]]
+	assert_equal "$(cdp_eval "document.getElementById('banner').className")" up
+	# a phone's screen, for people to look at
+	cdp_call Emulation.setDeviceMetricsOverride '{"width":412,"height":915,"deviceScaleFactor":1,"mobile":true}' > /dev/null
+	cdp_call Page.captureScreenshot '{"format":"png"}' | jq -r .result.data | base64 -d > monitor.png
+	[ "$(head -c 8 monitor.png | od -An -tx1 | tr -d ' ')" = 89504e470d0a1a0a ]
+	cp monitor.png "$MARO_BIN/../monitor.png"
+	# the job ends, and leaves with its master: from the page too, never reloaded
+	touch "$GATE"
+	wait_until 15 test -s rc
+	assert_equal "$(cat rc)" 3
+	assert_equal "$(wc -l < out)" 999
+	grep -q 'line 7 of the input given up after 1 failed attempt' scatter.err
+	assert_equal "$(maro-peers --status -f json | jq -c '[.jobs, .members]')" '[[],4]'
+	run -0 --separate-stderr maro-peers --status
+	assert_equal "${lines[0]}" "hosts 1, members 4, CPUs $(nproc)"
+	wait_until 10 page_jobs_are '<td class="none">none</td>'
+	assert_equal "$(cdp_eval "performance.getEntriesByType('navigation').length + ':' + performance.getEntriesByType('navigation')[0].type")" \
+		1:navigate
+	cdp_close
 }
 
 @test "-f prometheus: a registry that does not answer is maro_registry_up 0, exit 69; only with --status, not with --watch" {
@@ -224,91 +357,9 @@ start_prometheus() {
 	prom_is "maro_registry_up{$g}" 1
 	prom_is "count(maro_component_up{$g,type=\"worker\"})" 2
 	prom_is "sum(maro_tasks_failed_total{$g})" 0
+	prom_is "sum(maro_tasks_in_flight{$g})" 0
 	# the scrapes went well
 	prom_is 'up{job="maro"}' 1
-}
-
-# dom: the page as headless Chromium renders it, once it has polled status.json
-dom() {
-	timeout 30 chromium --headless --no-sandbox --disable-gpu --user-data-dir="$BATS_TEST_TMPDIR/chrome" \
-		--virtual-time-budget=3000 --dump-dom "$URL" 2> chrome.err
-}
-
-# One page left open in headless Chromium, read through the DevTools
-# protocol on a pipe (--remote-debugging-pipe: its fds 3 and 4, here 7 and
-# 8, NUL-ended JSON): cdp_open URL, cdp_eval EXPR (its value), cdp_close.
-cdp_send() { printf '%s\0' "$1" >&7; }
-# cdp_recv ID: the reply to the request ID (events are skipped)
-cdp_recv() {
-	local m
-	while IFS= read -r -d '' -t 10 m <&8; do
-		if [ "$(jq -r .id <<< "$m")" = "$1" ]; then
-			printf '%s\n' "$m"
-			return 0
-		fi
-	done
-	echo "cdp_recv: no reply $1" >&2
-	return 1
-}
-cdp_open() {
-	local target
-	mkfifo cdp.in cdp.out
-	bg 60 sh -c 'exec chromium "$@" 3< cdp.in 4> cdp.out' sh --headless --no-sandbox --disable-gpu \
-		--user-data-dir="$BATS_TEST_TMPDIR/chrome.cdp" --remote-debugging-pipe "$1" 2> cdp.err
-	exec 7> cdp.in 8< cdp.out
-	cdp_send '{"id":1,"method":"Target.getTargets"}'
-	target=$(cdp_recv 1 | jq -r '.result.targetInfos[] | select(.type == "page") | .targetId' | head -n 1)
-	cdp_send "$(jq -nc --arg t "$target" '{id: 2, method: "Target.attachToTarget", params: {targetId: $t, flatten: true}}')"
-	CDP_SESSION=$(cdp_recv 2 | jq -r .result.sessionId)
-	[ -n "$CDP_SESSION" ] && [ "$CDP_SESSION" != null ]
-}
-cdp_eval() {
-	local id=$((RANDOM + 10))
-	cdp_send "$(jq -nc --arg s "$CDP_SESSION" --arg e "$1" --argjson id "$id" \
-		'{id: $id, sessionId: $s, method: "Runtime.evaluate", params: {expression: $e}}')"
-	cdp_recv "$id" | jq -r '.result.result.value // empty'
-}
-cdp_close() {
-	cdp_send '{"id":3,"method":"Browser.close"}'
-	cdp_recv 3 > /dev/null || :
-	exec 7>&- 8<&-
-}
-# open_page_done_over N: the open page shows more than N tasks done
-open_page_done_over() {
-	local d
-	d=$(cdp_eval "document.getElementById('n-done').textContent")
-	[[ "$d" =~ ^[0-9]+$ ]] && [ "$d" -gt "$1" ]
-}
-
-@test "the status page in headless Chromium: the workers' rows; left open, its count of tasks done rises; a screenshot" {
-	need chromium chromium
-	workers 2 0.05
-	serve
-	# enough tasks that the scatter still runs when the second page opens (teardown ends it)
-	bg 130 sh -c 'seq 2000 | maro-scatter -P worker -t t --json-lines -W 120s -f payload > out'
-	wait_until 15 sh -c '[ "$(maro-peers --status -f json | jq ".type_stats.worker.done")" -gt 0 ]'
-	# the DOM once the page has polled
-	run -0 dom
-	assert_output --partial '<tr data-name="worker.1"><td class="name">worker.1</td><td class="type">worker</td>'
-	assert_output --partial '<tr data-name="worker.2">'
-	assert_output --partial 'class="up">registry up'
-	# one page, never reloaded: what it shows rises as it polls
-	cdp_open "$URL"
-	wait_until 10 open_page_done_over 0
-	local d1 loads
-	d1=$(cdp_eval "document.getElementById('n-done').textContent")
-	wait_until 20 open_page_done_over "$d1"
-	[ "$(cdp_eval "document.querySelectorAll('#components tr[data-name]').length")" = 2 ]
-	# still the first load of the page
-	loads=$(cdp_eval "performance.getEntriesByType('navigation').length + ':' + performance.getEntriesByType('navigation')[0].type")
-	[ "$loads" = 1:navigate ]
-	cdp_close
-	# a phone's screen, for people to look at
-	timeout 30 chromium --headless --no-sandbox --disable-gpu --user-data-dir="$BATS_TEST_TMPDIR/chrome" \
-		--hide-scrollbars --window-size=412,915 --virtual-time-budget=3000 \
-		--screenshot="$BATS_TEST_TMPDIR/monitor.png" "$URL" 2> chrome.err
-	[ "$(head -c 8 monitor.png | od -An -tx1 | tr -d ' ')" = 89504e470d0a1a0a ]
-	cp monitor.png "$MARO_BIN/../monitor.png"
 }
 
 # evals: how many EVALs the suite's Redis has run (a listing is one)

@@ -172,6 +172,13 @@ test_keyed(const char *url, const char *group, const char *keyfile,
 	CHECK(maro_registry_lookup(b, "victim.1", &e) == 0);
 	CHECK(maro_registry_heartbeat(a) == 0);
 	CHECK(maro_registry_lookup(b, "victim.1", &e) == 1 && !strcmp(e.endpoint, "tcp://127.0.0.1:6001"));
+	/* a job is under the MAC: one changed by someone without the key is no entry, and is written back */
+	CHECK(maro_registry_set_job(a, "victim.1", "start=1 done=5") == 0);
+	CHECK(maro_registry_lookup(b, "victim.1", &e) == 1 && !strcmp(e.job, "start=1 done=5"));
+	change(url, group, "victim.1", "job");
+	CHECK(maro_registry_lookup(b, "victim.1", &e) == 0);
+	CHECK(maro_registry_heartbeat(a) == 0);
+	CHECK(maro_registry_lookup(b, "victim.1", &e) == 1 && !strcmp(e.job, "start=1 done=5"));
 	/* a forged token: not a takeover, written back */
 	change(url, group, "victim.1", "token");
 	CHECK(maro_registry_lookup(b, "victim.1", &e) == 0);
@@ -196,7 +203,8 @@ change_dir(const char *url, const char *group, const char *name, const char *wha
 
 	snprintf(cmd, sizeof cmd, "f='%s/%s/%s.entry'; sed 's|^%s=.*|%s=%s|' \"$f\" > \"$f.x\" && "
 	    "mv \"$f.x\" \"$f\"", url + 4, group, name, what, what,
-	    !strcmp(what, "token") ? "ffffffffffffffffffffffffffffffff" : "tcp://127.0.0.1:6666");
+	    !strcmp(what, "token") ? "ffffffffffffffffffffffffffffffff" : !strcmp(what, "job") ?
+	    "start=1 done=999" : "tcp://127.0.0.1:6666");
 	CHECK(system(cmd) == 0);
 }
 
@@ -207,9 +215,9 @@ change_redis(const char *url, const char *group, const char *name, const char *w
 	const char *port = strrchr(url, ':');
 	char cmd[1024];
 
-	snprintf(cmd, sizeof cmd, "redis-cli -p %d HSET 'maro:%s:m:%s' %s %s > /dev/null", atoi(port + 1),
+	snprintf(cmd, sizeof cmd, "redis-cli -p %d HSET 'maro:%s:m:%s' %s '%s' > /dev/null", atoi(port + 1),
 	    group, name, what, !strcmp(what, "token") ? "ffffffffffffffffffffffffffffffff" :
-	    "tcp://127.0.0.1:6666");
+	    !strcmp(what, "job") ? "start=1 done=999" : "tcp://127.0.0.1:6666");
 	CHECK(system(cmd) == 0);
 }
 
@@ -281,6 +289,38 @@ test_backend(const char *url, const char *group)
 	n = maro_registry_list(b, "~", &v);
 	CHECK(n == 0);
 	free(v);
+
+	/* a job: written at once when it is new, then by the heartbeats */
+	CHECK(maro_registry_set_job(a, "~reply.77", "start=1 total=- read=0 done=0") == 0);
+	CHECK(maro_registry_lookup(b, "~reply.77", &e) == 1 && !strcmp(e.job, "start=1 total=- read=0 done=0"));
+	CHECK(maro_registry_set_job(a, "~reply.77", "start=1 total=5\tread=5 done=2") == 0);
+	CHECK(maro_registry_lookup(b, "~reply.77", &e) == 1 && !strcmp(e.job, "start=1 total=- read=0 done=0"));
+	CHECK(maro_registry_heartbeat(a) == 0);
+	CHECK(maro_registry_lookup(b, "~reply.77", &e) == 1 && !strcmp(e.job, "start=1 total=5 read=5 done=2"));
+	/* listed with the members when it has one, last, matched after its '~' */
+	n = maro_registry_list(b, NULL, &v);
+	CHECK(n == 3);
+	free(v);
+	n = maro_registry_list_jobs(b, NULL, &v);
+	CHECK(n == 4 && !strcmp(v[0].name, "master") && !strcmp(v[3].name, "~reply.77"));
+	free(v);
+	n = maro_registry_list_jobs(b, "rep", &v);
+	CHECK(n == 1 && !strcmp(v[0].name, "~reply.77") && !strcmp(v[0].job, "start=1 total=5 read=5 done=2"));
+	free(v);
+	n = maro_registry_list_jobs(b, "worker", &v);
+	CHECK(n == 2);
+	free(v);
+	CHECK(maro_registry_set_job(b, "~reply.77", "start=2 done=0") == -1 && errno == ENOENT);
+	/* a public entry may have one too; a private one without is not listed */
+	CHECK(maro_registry_set_job(a, "master", "start=3 done=1") == 0);
+	CHECK(maro_registry_set_job(a, "~reply.77", "") == 0);
+	CHECK(maro_registry_heartbeat(a) == 0);
+	n = maro_registry_list_jobs(b, NULL, &v);
+	CHECK(n == 3 && !strcmp(v[0].name, "master") && !strcmp(v[0].job, "start=3 done=1"));
+	free(v);
+	CHECK(maro_registry_set_job(a, "master", NULL) == 0);
+	CHECK(maro_registry_heartbeat(a) == 0);
+	CHECK(maro_registry_lookup(b, "master", &e) == 1 && e.job[0] == '\0');
 
 	/* a second registrant fails and learns who holds the name */
 	memset(&h, 0, sizeof h);

@@ -1,3 +1,4 @@
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -102,9 +103,53 @@ test_parse(void)
 	memset(&maro_stats, 0, sizeof maro_stats);
 }
 
+/* A job's text, and its reading (maro(7) REGISTRY, the job field). */
+static void
+test_job(void)
+{
+	struct maro_stats_job j = { 1795000000, -1, 1024, 500, 3, 1, 16, 98.456, -1 }, r;
+	char buf[MARO_STATS_JOB_MAX + 1], small[40];
+
+	/* the input not ended: no total, no time left */
+	maro_stats_job_text(&j, buf, sizeof buf);
+	CHECK(!strcmp(buf, "start=1795000000 total=- read=1024 done=500 failed=3 gaveup=1 open=16 "
+	    "rate=98.46 eta=-"));
+	CHECK(maro_stats_job_parse(buf, &r) == 1);
+	CHECK(r.start == 1795000000 && r.total == -1 && r.read == 1024 && r.done == 500 &&
+	    r.failed == 3 && r.gaveup == 1 && r.open == 16 && r.rate == 98.46 && r.eta == -1);
+	j.total = 1024;
+	j.eta = 6;
+	maro_stats_job_text(&j, buf, sizeof buf);
+	CHECK(strstr(buf, " total=1024 ") && !strcmp(strstr(buf, " eta="), " eta=6"));
+	CHECK(maro_stats_job_parse(buf, &r) == 1 && r.total == 1024 && r.eta == 6);
+	/* the largest figures fit the registry's field */
+	memset(&j, 0xff, sizeof j);
+	j.start = j.total = j.eta = INT64_MAX;
+	j.rate = 1e300;
+	maro_stats_job_text(&j, buf, sizeof buf);
+	CHECK(strlen(buf) <= MARO_STATS_JOB_MAX && strstr(buf, " eta=9223372036854775807") != NULL);
+	CHECK(maro_stats_job_parse(buf, &r) == 1 && r.open == UINT64_MAX && r.rate == 1e12);
+	/* a word that does not fit is left out whole */
+	j = (struct maro_stats_job){ 7, 3, 3, 1, 0, 0, 2, 0.5, 4 };
+	maro_stats_job_text(&j, small, sizeof small);
+	CHECK(!strcmp(small, "start=7 total=3 read=3 done=1 failed=0"));
+	/* unknown keys ignored, what cannot be read absent; start and done make a job */
+	CHECK(maro_stats_job_parse("up=1 start=5 done=2 total=x eta=-3 rate=-1 open=1.5 read=9 new=?",
+	    &r) == 1);
+	CHECK(r.start == 5 && r.done == 2 && r.total == -1 && r.eta == -1 && r.rate == 0 &&
+	    r.open == 0 && r.read == 9);
+	CHECK(maro_stats_job_parse("start=5 total=3", &r) == 0 && r.start == 0 && r.total == -1);
+	CHECK(maro_stats_job_parse("done=5", &r) == 0 && r.done == 0);
+	CHECK(maro_stats_job_parse("start=-1 done=1", &r) == 0);
+	CHECK(maro_stats_job_parse("start=9223372036854775808 done=1", &r) == 0);
+	CHECK(maro_stats_job_parse("", &r) == 0 && maro_stats_job_parse("  = == start= done=", &r) == 0);
+	CHECK(maro_stats_job_parse("  start=1   done=0 ", &r) == 1);
+}
+
 void
 test_stats(void)
 {
 	test_text();
 	test_parse();
+	test_job();
 }

@@ -496,7 +496,7 @@ test_workq(void)
 	CHECK(send_next(&q, &t0) == 0 && t0 == 0);
 	CHECK(maro_workq_fail(&q, 0, "timed out") == 0 && w.ngiven_up == 1 && w.given_up[0] == 0);
 	CHECK(!maro_workq_find(&q, maro_str_c("o0"), &i));
-	CHECK(q.nfailed == 1 && q.ndone == 3 && !strcmp(w.out, "YZ"));
+	CHECK(q.nfailed == 1 && q.ndone == 3 && q.nfails == 2 && !strcmp(w.out, "YZ"));
 	/* told of each reply as it is written, in order, not as it came; the given up kept its peer */
 	CHECK(!strcmp(w.written, "1121") && w.given_up_peer == 0);
 	/* a task given up is not done */
