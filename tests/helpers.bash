@@ -34,7 +34,7 @@ bg() {
 # each pause half again as long, up to 200 ms (a CMD that runs a tool costs a
 # process a look: a wait of seconds looks some 20 times, not 100).
 wait_until() {
-	local limit=$1 deadline pause=10 p
+	local limit=$1 deadline _wu_pause=10 _wu_nap
 	shift
 	deadline=$((SECONDS + limit))
 	until "$@"; do
@@ -42,10 +42,10 @@ wait_until() {
 			echo "wait_until: timed out after ${limit}s: $*" >&2
 			return 1
 		fi
-		printf -v p '0.%03d' "$pause"
-		sleep "$p"
-		pause=$((pause * 3 / 2))
-		[ "$pause" -le 200 ] || pause=200
+		printf -v _wu_nap '0.%03d' "$_wu_pause"
+		sleep "$_wu_nap"
+		_wu_pause=$((_wu_pause * 3 / 2))
+		[ "$_wu_pause" -le 200 ] || _wu_pause=200
 	done
 }
 
