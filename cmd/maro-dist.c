@@ -138,6 +138,18 @@ note(void *arg, const struct maro_handler_note *n)
 	}
 }
 
+/*
+ * The reply window, published with each heartbeat (maro-peers(1),
+ * maro_window_used and maro_window_size): the replies not yet
+ * acknowledged, and the window each requester has (MARO_WINDOW).
+ */
+static void
+publish(const struct dist *d)
+{
+	maro_stats.window_used = maro_outbox_pending(d->x.ob);
+	maro_stats.window = d->c->window;
+}
+
 /* While a handler runs: a heartbeat after a second of silence, or when due. */
 static void
 beat(void *arg, int now)
@@ -146,6 +158,7 @@ beat(void *arg, int now)
 	int64_t t = maro_now_us();
 
 	if (now || t >= d->next_hb) {
+		publish(d);
 		maro_registry_heartbeat(d->c->reg);
 		d->next_hb = maro_tool_next_beat(d->c, t);
 	}
@@ -387,6 +400,7 @@ main(int argc, char **argv)
 			break;
 		}
 		now = maro_now_us();
+		publish(&d);
 		maro_tool_beat(d.c, d.x.ib, now, &d.next_hb);
 		if (!stop && d.hold.n < MAX_HELD)
 			items[nitems++] = (zmq_pollitem_t){ maro_inbox_pollable(d.x.ib), 0, ZMQ_POLLIN, 0 };
