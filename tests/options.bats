@@ -377,6 +377,40 @@ t_plain t"
 	run -0 maro-send -e kind=3 -P t. -t go -n x.1 --notification -W 10s
 }
 
+# Each tool in a run that -v makes say something more, and what: the
+# command (V where -v goes), the line -v adds (a regex)
+verbose_cases() {
+	cat <<-'EOF'
+	maro-recv -n v.r --idle-timeout 100ms V#^maro-recv: joined group 'G' as 'v\.r'$
+	maro-wait-event -n v.w 'x:go:1' -W 200ms V#^maro-wait-event: joined group 'G' as 'v\.w', waiting for x:go:1$
+	maro-dist -n v.d --on 'x:go:1' true -W 200ms V#^maro-dist: 0 triggers, 0 failed$
+	maro-pool -j 1 --name v.pool -T v V -- true#^maro-pool: started v\.H\.1 \(pid [0-9]+\)$
+	maro-send -p p.a -t echo -d hi V#^maro-send: 1 delivered, 0 resent, 1 replies$
+	maro-bcast -P p. -t echo -d hi V#^maro-bcast: 1 delivered, 1 replies$
+	echo hi | maro-scatter -P p. -t echo V#^maro-scatter: 1 tasks, 1 answered, 0 resent, 0 stray replies$
+	maro-msg -t a -d b V#^maro-msg: 1 message written$
+	maro-peers V#^maro-peers: group 'G' in the dir registry$
+	maro-keygen k$$.key V#^maro-keygen: wrote 'k[0-9]+\.key' \(public key .{40}\)$
+	EOF
+}
+
+@test "-v: every tool says on standard error what it would not say without it" {
+	echo_peer p.a
+	wait_until 10 is_live p.a
+	local cmd want tools=""
+	while IFS='#' read -r cmd want; do
+		want=${want//G/$MARO_GROUP}
+		want=${want//H/$HOST}
+		run --separate-stderr sh -c "${cmd/ V/} > /dev/null"
+		local quiet=$stderr
+		run --separate-stderr sh -c "${cmd/ V/ -v} > /dev/null"
+		grep -Eq "$want" <<< "$stderr" || fail "${cmd/ V/ -v}: no line like $want in: $stderr"
+		run ! grep -Eq "$want" <<< "$quiet"
+		tools="$tools ${cmd%% *}"
+	done < <(verbose_cases)
+	[ "$(echo $tools | wc -w)" -eq 10 ]
+}
+
 @test "-q: each tool leaves out what its page says -q leaves out" {
 	echo_peer p.a
 	bg 30 maro-recv -n p.m > /dev/null
