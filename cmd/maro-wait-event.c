@@ -185,7 +185,12 @@ main(int argc, char **argv)
 				say_progress(&w, 1);
 			break;
 		}
-		maro_tool_beat(c, ib, now, &next_hb);
+		/* another took the name (--takeover): what is sent to it goes there now */
+		if (maro_tool_beat(c, ib, now, &next_hb) < 0) {
+			maro_warn("%s", maro_registry_error(c->reg));
+			status = MARO_EXIT_INCOMPLETE;
+			break;
+		}
 		wake = deadline < next_hb ? deadline : next_hb;
 		if (next_live < wake)
 			wake = next_live;

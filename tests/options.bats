@@ -453,6 +453,31 @@ verbose_cases() {
 	done
 }
 
+@test "--takeover: the name goes to the new process, and its holder says so and leaves with 1 (maro-recv, maro-wait-event, maro-dist)" {
+	local t cmd first pid
+	while read -r t cmd; do
+		bg 30 sh -c "exec $cmd" 2> first.err
+		first=$BG_PID
+		wait_until 10 is_live "$t"
+		pid=$(maro-peers -f json | jq -r "select(.name == \"$t\") | .pid")
+		# without --takeover the name is not had: 69, the holder named
+		run -69 sh -c "$cmd -W 5s"
+		assert_output --partial "name '$t' is held by pid $pid"
+		bg 30 sh -c "exec $cmd --takeover" 2> second.err
+		wait_until 10 eval '[ "$(maro-peers -f json | jq -r "select(.name == \"$t\") | .pid")" = "$(child_pid $BG_PID ${cmd%% *})" ]'
+		# the old holder notices at its next heartbeat (MARO_TTL 2 s: within a second)
+		wait_exit "$first" 5
+		[ "$status" -eq 1 ] || fail "$t: the old holder exited $status"
+		run cat first.err
+		assert_output --regexp "^${cmd%% *}: name '$t' was taken over by pid [0-9]+ on "
+		kill_bg
+	done <<-'EOF'
+	k.recv maro-recv -n k.recv
+	k.wait maro-wait-event -n k.wait x:go:1
+	k.dist maro-dist -n k.dist --on x:go:1 true
+	EOF
+}
+
 @test "--task (the default) waits for each peer's reply and writes it; --notification only for delivery (maro-send, maro-bcast, maro-msg)" {
 	echo_peer p.a
 	bg 30 maro-recv -n p.m > /dev/null
