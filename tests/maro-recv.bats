@@ -108,3 +108,17 @@ teardown() { default_teardown; }
 	wait_exit "$BG_PID" 10
 	[ "$(cat p)" = "plain text" ]
 }
+
+@test "maro-recv --from: only messages whose source starts with a prefix (repeatable) are written; the others stay with their senders" {
+	bg 30 maro-recv -n sink --from a. --from b -C 2 -f json > out
+	recv=$BG_PID
+	wait_until 10 is_live sink
+	# a prefix, not a substring: xa.1 is not from a.
+	run -124 maro-send -n xa.1 -p sink -t x -d no --notification -W 500ms
+	assert_output --partial "not delivered to 'sink'"
+	run -0 maro-send -n a.1 -p sink -t x -d one --notification -W 10s
+	run -0 maro-send -n bee -p sink -t x -d two --notification -W 10s
+	wait_exit "$recv" 10
+	[ "$status" -eq 0 ]
+	[ "$(jq -c '[.source, .payload]' out | tr '\n' ' ')" = '["a.1","one"] ["bee","two"] ' ]
+}
