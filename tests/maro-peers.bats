@@ -542,3 +542,21 @@ between() { awk -v x="$1" -v lo="$2" -v hi="$3" 'BEGIN { exit !(x != "" && x >= 
 	kill -CONT "$scatter"
 	STOPPED=
 }
+
+@test "XDG_RUNTIME_DIR: without MARO_REGISTRY the registry is dir:\$XDG_RUNTIME_DIR/maro, else dir:/tmp/maro-UID" {
+	backend dir || skip "the default registry is a dir: one; this backend is tested with MARO_REGISTRY"
+	unset MARO_REGISTRY
+	mkdir -m 700 run
+	XDG_RUNTIME_DIR=$PWD/run bg 30 maro-recv -n x.1 > /dev/null
+	XDG_RUNTIME_DIR=$PWD/run wait_until 10 is_live x.1
+	[ -d "run/maro/$MARO_GROUP" ]
+	run -0 maro-peers --registry "dir:$PWD/run/maro" -f json
+	assert_output --partial '"name":"x.1"'
+	# another runtime directory is another registry; none, /tmp/maro-UID
+	run -0 --separate-stderr env XDG_RUNTIME_DIR="$PWD/elsewhere" maro-peers -f json
+	assert_output ''
+	[[ $stderr == "maro-peers: no group '$MARO_GROUP' in dir:$PWD/elsewhere/maro "* ]]
+	run -0 --separate-stderr env -u XDG_RUNTIME_DIR maro-peers -f json
+	assert_output ''
+	[[ $stderr == "maro-peers: no group '$MARO_GROUP' in dir:/tmp/maro-$(id -u)"* ]]
+}
