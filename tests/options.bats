@@ -331,7 +331,8 @@ a.wait tcp://127.0.0.2"
 		[ "$(private_endpoint | sed 's/:[0-9]*$//')" = "tcp://$addr" ] || fail "$cmd: $(private_endpoint)"
 		touch go
 		wait_exit "$BG_PID" 20
-		[ "$status" -eq 0 ] && [ "$(cat out)" = hi ] || fail "$cmd: exit $status, $(cat out)"
+		[ "$status" -eq 0 ] || fail "$cmd: exit $status"
+		[ "$(cat out)" = hi ] || fail "$cmd: wrote $(cat out)"
 		wait_until 5 eval '! has_private'
 	done <<-'EOF'
 	127.0.0.2 maro-send --advertise 127.0.0.2 -p p.a -d hi
