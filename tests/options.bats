@@ -121,26 +121,31 @@ tool_pairs() {
 	done
 }
 
+# The lookups below are bash's own (no process per flag): these three tests
+# read some 400 flags.
+
 @test "every flag a tool takes is in its man page's OPTIONS, with the same short letter" {
-	local t f missing=""
+	local t f s l missing=""
 	for t in $TOOLS; do
-		documented=$(man_flags "$t" OPTIONS | grep -v ' ')
-		pairs=$(man_flags "$t" OPTIONS | grep ' ' || true)
-		tool_pairs "$t" > pairs
+		local -A doc=() long=() short=() pair=()
 		while read -r f; do
-			long=$(awk -v f="$f" '$1 == f { print $2 }' pairs)
-			short=$(awk -v f="$f" '$2 == f { print $1 }' pairs)
+			doc[$f]=1
+		done < <(man_flags "$t" OPTIONS | grep -v ' ')
+		while read -r s l; do
+			long[$s]=$l short[$l]=$s pair["$s $l"]=1
+		done < <(tool_pairs "$t")
+		while read -r f; do
 			# a flag is documented under its long name or its short letter
-			if grep -qx -- "$f" <<<"$documented"; then continue; fi
-			if [ -n "$long" ] && grep -qx -- "$long" <<<"$documented"; then continue; fi
-			if [ -n "$short" ] && grep -qx -- "$short" <<<"$documented"; then continue; fi
+			if [ -n "${doc[$f]:-}" ]; then continue; fi
+			if [ -n "${long[$f]:-}" ] && [ -n "${doc[${long[$f]}]:-}" ]; then continue; fi
+			if [ -n "${short[$f]:-}" ] && [ -n "${doc[${short[$f]}]:-}" ]; then continue; fi
 			missing="$missing $t:$f"
 		done < <(tool_flags "$t")
 		# a pair the page gives is the tool's pair
 		while read -r s l; do
-			[ -n "$s" ] || continue
-			grep -qx -- "$s $l" pairs || missing="$missing $t:'$s,$l'"
-		done <<<"$pairs"
+			[ -n "${pair["$s $l"]:-}" ] || missing="$missing $t:'$s,$l'"
+		done < <(man_flags "$t" OPTIONS | grep ' ')
+		unset doc long short pair
 	done
 	[ -z "$missing" ] || { echo "not in OPTIONS, or paired otherwise:$missing"; return 1; }
 }
@@ -148,26 +153,35 @@ tool_pairs() {
 @test "every flag a man page's OPTIONS names is one the tool takes" {
 	local t f extra=""
 	for t in $TOOLS; do
-		tool_flags "$t" > taken
+		local -A taken=()
 		while read -r f; do
-			grep -qx -- "$f" taken || extra="$extra $t:$f"
+			taken[$f]=1
+		done < <(tool_flags "$t")
+		while read -r f; do
+			[ -n "${taken[$f]:-}" ] || extra="$extra $t:$f"
 		done < <(man_flags "$t" OPTIONS | grep -v ' ')
+		unset taken
 	done
 	[ -z "$extra" ] || { echo "documented but not taken:$extra"; return 1; }
 }
 
 @test "every flag a tool takes is in its man page's SYNOPSIS" {
-	local t f missing=""
+	local t f s l missing=""
 	for t in $TOOLS; do
-		synopsis=$(man_flags "$t" SYNOPSIS | grep -v ' ')
-		tool_pairs "$t" > pairs
+		local -A syn=() other=()
 		while read -r f; do
-			if grep -qx -- "$f" <<<"$synopsis"; then continue; fi
-			other=$(awk -v f="$f" '$1 == f { print $2 } $2 == f { print $1 }' pairs)
-			if [ -n "$other" ] && grep -qx -- "$other" <<<"$synopsis"; then continue; fi
+			syn[$f]=1
+		done < <(man_flags "$t" SYNOPSIS | grep -v ' ')
+		while read -r s l; do
+			other[$s]=$l other[$l]=$s
+		done < <(tool_pairs "$t")
+		while read -r f; do
+			if [ -n "${syn[$f]:-}" ]; then continue; fi
+			if [ -n "${other[$f]:-}" ] && [ -n "${syn[${other[$f]}]:-}" ]; then continue; fi
 			case $f in --help|--version) continue ;; esac
 			missing="$missing $t:$f"
 		done < <(tool_flags "$t")
+		unset syn other
 	done
 	[ -z "$missing" ] || { echo "not in SYNOPSIS:$missing"; return 1; }
 }
