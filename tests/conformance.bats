@@ -222,7 +222,7 @@ recv() {
 	run -124 maro-send --window 3 -W 1s < one.cbor
 	wait_exit "$two" 5
 	[ "$status" -eq 124 ]
-	[ "$(sed -n 's/^item seq=\([0-9]*\) .*/\1/p' w.1.log | sort -nu | tr '\n' ' ')" = "1 2 3 " ]
+	[ "$(sed -n 's/^item seq=\([0-9]*\) .*/\1/p' w.1.log | sort -nu | tr '\n' ' ')" = "1 2 3 " ] || fail "$(cat w.1.log)"
 	[ "$(sed -n 's/^item seq=\([0-9]*\) .*/\1/p' w.2.log | sort -nu | tr '\n' ' ')" = "1 2 " ]
 }
 
