@@ -73,6 +73,7 @@ struct dist {
 	unsigned live[MARO_EVENT_MAX_UNITS];
 	int64_t next_hb;
 	uint64_t runs, failures;
+	int taken;		/* another took our name (--takeover): we leave */
 };
 
 /* What goes wrong with a handler or its replies (lib/handler.h), said. */
@@ -138,6 +139,26 @@ note(void *arg, const struct maro_handler_note *n)
 	}
 }
 
+/*
+ * The reply window, published with each heartbeat (maro-peers(1),
+ * maro_window_used and maro_window_size): the replies not yet
+ * acknowledged, and the window each requester has (MARO_WINDOW).
+ */
+static void
+publish(const struct dist *d)
+{
+	maro_stats.window_used = maro_outbox_pending(d->x.ob);
+	maro_stats.window = d->c->window;
+}
+
+/* Our name was taken over: said once; the loop then stops as for a coprocess that ended. */
+static void
+taken(struct dist *d)
+{
+	if (!d->taken++)
+		maro_warn("%s", maro_registry_error(d->c->reg));
+}
+
 /* While a handler runs: a heartbeat after a second of silence, or when due. */
 static void
 beat(void *arg, int now)
@@ -146,7 +167,9 @@ beat(void *arg, int now)
 	int64_t t = maro_now_us();
 
 	if (now || t >= d->next_hb) {
-		maro_registry_heartbeat(d->c->reg);
+		publish(d);
+		if (maro_registry_heartbeat(d->c->reg) < 0 && errno == EEXIST)
+			taken(d);
 		d->next_hb = maro_tool_next_beat(d->c, t);
 	}
 }
@@ -387,7 +410,13 @@ main(int argc, char **argv)
 			break;
 		}
 		now = maro_now_us();
-		maro_tool_beat(d.c, d.x.ib, now, &d.next_hb);
+		publish(&d);
+		if (maro_tool_beat(d.c, d.x.ib, now, &d.next_hb) < 0)
+			taken(&d);
+		if (d.taken && !stop) {
+			status = MARO_EXIT_INCOMPLETE;
+			stop = 1;
+		}
 		if (!stop && d.hold.n < MAX_HELD)
 			items[nitems++] = (zmq_pollitem_t){ maro_inbox_pollable(d.x.ib), 0, ZMQ_POLLIN, 0 };
 		nitems += maro_handler_set_pollitems(&d.hs, items + nitems);

@@ -65,6 +65,17 @@ put_held(struct waiter *w, struct maro_inbox *ib, struct maro_writer *out, struc
 	return 0;
 }
 
+/* How many held messages the event that held takes. */
+static size_t
+taken(const struct maro_hold *h)
+{
+	size_t i, k = 0;
+
+	for (i = 0; i < h->n; i++)
+		k += h->take[i] != 0;
+	return k;
+}
+
 static void
 say_progress(struct waiter *w, int final)
 {
@@ -122,6 +133,7 @@ main(int argc, char **argv)
 	cm.co.peers = 1;	/* an inbox, connected to no one (transport.h) */
 	c = maro_tool_open(&cm, &deadline);
 	ib = maro_tool_inbox(c, &cm, NULL);
+	maro_info("joined group '%s' as '%s', waiting for %s", c->group, cm.name, argv[at]);
 	maro_writer_init(&out, STDOUT_FILENO);
 	tty = isatty(STDERR_FILENO) && !quiet;
 	now = maro_now_us();
@@ -149,6 +161,7 @@ main(int argc, char **argv)
 				maro_cli_report_unmatched(&d.msg, "no unit of the event");
 		}
 		if (maro_hold_match(&w.hold, &w.ev, w.live, w.have, w.need)) {
+			maro_info("the event held with %zu message%s", taken(&w.hold), taken(&w.hold) == 1 ? "" : "s");
 			if (put_held(&w, ib, &out, &line, fmt, quiet, 1) == 0 &&
 			    (maro_writer_flush(&out) == 0 || errno == EPIPE))
 				maro_inbox_flush(ib);
@@ -172,7 +185,12 @@ main(int argc, char **argv)
 				say_progress(&w, 1);
 			break;
 		}
-		maro_tool_beat(c, ib, now, &next_hb);
+		/* another took the name (--takeover): what is sent to it goes there now */
+		if (maro_tool_beat(c, ib, now, &next_hb) < 0) {
+			maro_warn("%s", maro_registry_error(c->reg));
+			status = MARO_EXIT_INCOMPLETE;
+			break;
+		}
 		wake = deadline < next_hb ? deadline : next_hb;
 		if (next_live < wake)
 			wake = next_live;

@@ -287,7 +287,7 @@ serve_next() {
 	[ ! -e "$cache/.locks/$B" ]
 }
 
-@test "with a group key the bundle travels encrypted, a member without it gets nothing; a long transfer says how it goes" {
+@test "with a group key the bundle travels encrypted, a member without it gets nothing; a long transfer says how it goes, unless -q" {
 	maro-keygen group.key
 	export MARO_KEYFILE=$PWD/group.key
 	head -c 2M /dev/urandom > master/job/data
@@ -296,10 +296,19 @@ serve_next() {
 		--on '*:x:1' true -W 5s
 	[[ $output == *"refused for want of the group key"* ]]
 	[ -z "$(find hostB/cache/maro/bundles -mindepth 1 ! -name .locks)" ]
-	# at 1 MiB/s the 2 MiB take two seconds: one line a second says how far
+	# at 1 MiB/s the 2 MiB take two seconds: one line a second says how far;
+	# at the same time on host B, -q says nothing of it
+	bg 60 env -C hostB XDG_CACHE_HOME="$PWD/hostB/cache" MARO_BUNDLE_RATE=1M maro-dist -n w.2 -q -v \
+		--bundle files --on '*:x:1' true 2> hostB/w.2.err
+	local quiet=$BG_PID
 	MARO_BUNDLE_RATE=1M fetch_only hostA w.1
 	grep -q "maro-dist: bundle from 'files': [0-9.]* of 2.0 MiB$" hostA/w.1.err
 	cmp master/job/data hostA/cache/maro/bundles/*/data
+	wait_until 30 grep -q 'fetched$' hostB/w.2.err
+	stop_bg "$quiet"
+	run -0 grep -c ' fetched$' hostB/w.2.err
+	run -1 grep -c 'MiB$' hostB/w.2.err
+	cmp master/job/data hostB/cache/maro/bundles/*/data
 }
 
 @test "a job that maro-pool starts again gets the bundle from the host's cache before its first task" {

@@ -220,6 +220,21 @@ recv() {
 	[ "$output" -ge 2 ]
 }
 
+@test "maro(7) LIMITS: a sender keeps at most --window (or MARO_WINDOW) messages unacknowledged at a peer: one that never acknowledges sees only the first N" {
+	seq 10 | sed 's/.*/{"tag":"x","session_type":"notification","destination":"w.1","payload":&}/' |
+		maro-msg -i json > one.cbor
+	sed 's/w\.1/w.2/' <(maro-msg -f json < one.cbor) | maro-msg -i json > two.cbor
+	serve w.1 -n -c -1
+	serve w.2 -n -c -1
+	bg 10 env MARO_WINDOW=2 maro-send -W 1s < two.cbor
+	local two=$BG_PID
+	run -124 maro-send --window 3 -W 1s < one.cbor
+	wait_exit "$two" 5
+	[ "$status" -eq 124 ]
+	[ "$(sed -n 's/^item seq=\([0-9]*\) .*/\1/p' w.1.log | sort -nu | tr '\n' ' ')" = "1 2 3 " ] || fail "$(cat w.1.log)"
+	[ "$(sed -n 's/^item seq=\([0-9]*\) .*/\1/p' w.2.log | sort -nu | tr '\n' ' ')" = "1 2 " ]
+}
+
 @test "maro(7) WIRE MUST: a receiver ignores the reserved ACK flags (0x02 to 0x80 set)" {
 	serve w.1 -a 0xfe -c 1
 	run -0 maro-send -t x --notification -d 1 -W 5s -p w.1

@@ -80,6 +80,7 @@ cases() {
 	maro-send 124 maro-send -p nobody -t x --notification -W 1s
 	maro-send 130 maro-send -p nobody -t x --notification
 	maro-wait-event 0 maro-wait-event -n we0 'x:go:1' -W 10s & w=$!; maro-send -n x.1 -p we0 -t go --notification -W 5s; wait $w
+	maro-wait-event 1 maro-wait-event -n we1 'a:b:1' -W 10s & w=$!; until maro-peers -f json | grep -q '"we1"'; do sleep 0.05; done; maro-wait-event -n we1 --takeover 'a:b:1' -W 3s; wait $w
 	maro-wait-event 2 maro-wait-event --bogus 'a:b:1'
 	maro-wait-event 69 maro-wait-event -n p.m 'a:b:1' -W 1s
 	maro-wait-event 124 maro-wait-event -n we124 'a:b:1' -W 1s

@@ -99,6 +99,31 @@ has_private() { [ -n "$(private_endpoint)" ]; }
 	[ "$(cat sink.out)" = small ]
 }
 
+@test "MARO_MAX_SIZE and MARO_MAX_DEPTH bound every tool: input over them is 65, a receiver leaves such a message unacknowledged; the flag beats the variable; maro-scatter --max-size" {
+	MARO_MAX_SIZE=1000 sink sink -C 1
+	MARO_MAX_DEPTH=5 sink deep -C 1
+	maro-msg -t big --notification -p sink --json "\"$(head -c 3000 /dev/zero | tr '\0' a)\"" > big.cbor
+	maro-msg -t deep --notification -p deep --json '[[[[[[[[[[1]]]]]]]]]]' > deep.cbor
+	# from standard input: refused at the item, its offset named
+	run -65 env MARO_MAX_SIZE=1000 maro-send -W 2s < big.cbor
+	assert_output --regexp "^maro-send: malformed input at byte offset [0-9]+: .*exceeds the item size limit"
+	run -65 env MARO_MAX_DEPTH=5 maro-send -W 2s < deep.cbor
+	assert_output --partial "nesting deeper than the limit"
+	run -65 maro-scatter --max-size 1000 -W 2s < big.cbor
+	assert_output --partial "exceeds the item size limit"
+	# by the receivers: not taken, so never acknowledged (the flag reads
+	# it, MARO_MAX_SIZE notwithstanding)
+	run -124 env MARO_MAX_SIZE=1000 maro-send --max-size 100000 -W 1s < big.cbor
+	assert_output --partial "not delivered to 'sink'"
+	run -124 maro-send -W 1s < deep.cbor
+	assert_output --partial "not delivered to 'deep'"
+	# and they serve on
+	run -0 maro-send -p sink -p deep -t ok -d small --notification -W 10s
+	wait_until 10 not_live sink
+	wait_until 10 not_live deep
+	[ "$(cat sink.out deep.out)" = "$(printf 'small\nsmall')" ]
+}
+
 @test "garbage frames from many hostile peers during an honest stream: every honest message, in order" {
 	sink sink -C 2000
 	ep=$(endpoint_of sink)

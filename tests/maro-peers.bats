@@ -13,7 +13,11 @@ setup() {
 	export MARO_TTL=2s
 	cd "$BATS_TEST_TMPDIR"
 }
-teardown() { default_teardown; }
+teardown() {
+	# a stopped process cannot act on the TERM of kill_bg
+	[ -z "${STOPPED:-}" ] || kill -CONT "$STOPPED" 2>/dev/null || :
+	default_teardown
+}
 
 UNIT="$MARO_BIN/../tests/unit-tests"
 
@@ -485,4 +489,92 @@ stats_are() {
 	[ "$(echo "$output" | jq -c '[.members, [.components[].name]]')" = '[3,["worker.1"]]' ]
 	run -0 timeout 10 maro-peers --status
 	refute_line --regexp '^(copy|long) '
+}
+
+# sample FAMILY NAME: the value of FAMILY for member NAME (or host NAME) in
+# the last scrape, metrics.prom
+sample() {
+	sed -n "s/^$1{.*\(name\|host\)=\"$2\"[,}].* \([^ ]*\)\$/\2/p" metrics.prom | head -n 1
+}
+# scraped_at_least FAMILY NAME N: a scrape (into metrics.prom) has it at N or more
+scraped_at_least() {
+	maro-peers --status -f prometheus > metrics.prom || return 1
+	[ -n "$(sample "$1" "$2")" ] && awk -v x="$(sample "$1" "$2")" -v n="$3" 'BEGIN { exit !(x >= n) }'
+}
+# between X LO HI: LO <= X <= HI, as numbers
+between() { awk -v x="$1" -v lo="$2" -v hi="$3" 'BEGIN { exit !(x != "" && x >= lo && x <= hi) }'; }
+
+@test "metrics: every family maro-peers(1) lists, with plausible values, from a pool, its worker and a requester that stops acknowledging" {
+	export MARO_WINDOW=64
+	local host job t0 scatter
+	# the host as entries carry it, and as job names do
+	host=$(hostname)
+	job=$(hostname | cut -c1-48 | sed 's/[^A-Za-z0-9-]/-/g')
+	t0=$(date +%s)
+	# the worker answers task 1 at once, task 2 once told to (the file go);
+	# the other job fails and is given up after one restart
+	cat > handler <<-'EOF2'
+	while read -r x; do
+		[ "$x" = 1 ] || { : > took; until [ -e go ]; do sleep 0.02; done; }
+		echo "$x"
+	done
+	EOF2
+	printf '%s\n' "w 1 - exec maro-dist --raw --co '*:t:1' 'sh $PWD/handler'" 'bad 1 - exit 3' > pool.conf
+	bg 60 maro-pool --config pool.conf --max-restarts 1 2> pool.err
+	wait_until 10 live_is "w.$job.1" 1
+	bg 60 sh -c 'printf "1\n2\n" | exec maro-scatter -P w. -t t -f payload > out'
+	scatter=$(child_pid "$BG_PID" maro-scatter)
+	wait_until 10 test -e took
+	# the requester stops: the reply to task 2 is not acknowledged, and sent again
+	kill -STOP "$scatter"
+	STOPPED=$scatter
+	touch go
+	wait_until 15 scraped_at_least maro_messages_resent_total "w.$job.1" 1
+	if command -v promtool > /dev/null; then
+		run -0 promtool check metrics < metrics.prom
+	fi
+	local w="w.$job.1" p="pool.$job"
+	grep -qx "maro_registry_up{group=\"$MARO_GROUP\"} 1" metrics.prom
+	[ "$(sample maro_component_up "$w")" = 1 ]
+	[ "$(sample maro_component_up "$p")" = 1 ]
+	# a live entry's heartbeat is younger than MARO_TTL (2 s here)
+	between "$(sample maro_component_heartbeat_age_seconds "$w")" 0 2
+	between "$(sample maro_component_start_time_seconds "$w")" "$t0" "$(date +%s)"
+	# the worker took both tasks, its reply to task 1 was acknowledged
+	between "$(sample maro_messages_in_total "$w")" 2 2
+	between "$(sample maro_bytes_in_total "$w")" 100 100000
+	between "$(sample maro_messages_out_total "$w")" 1 2
+	between "$(sample maro_messages_resent_total "$w")" 1 100
+	# its reply window: MARO_WINDOW per requester, at most one reply in it
+	[ "$(sample maro_window_size "$w")" = 64 ]
+	between "$(sample maro_window_used "$w")" 0 1
+	# the host: a load average, and the two members on it (the stopped
+	# requester's reply inbox is private, not a member)
+	between "$(sample maro_host_load1 "$host")" 0 1000
+	[ "$(sample maro_host_members "$host")" = 2 ]
+	# the pool: two jobs, one running, the bad one restarted once and given up
+	[ "$(sample maro_pool_jobs "$p")" = 2 ]
+	[ "$(sample maro_pool_jobs_running "$p")" = 1 ]
+	[ "$(sample maro_pool_restarts_total "$p")" = 1 ]
+	[ "$(sample maro_pool_jobs_gaveup_total "$p")" = 1 ]
+	kill -CONT "$scatter"
+	STOPPED=
+}
+
+@test "XDG_RUNTIME_DIR: without MARO_REGISTRY the registry is dir:\$XDG_RUNTIME_DIR/maro, else dir:/tmp/maro-UID" {
+	backend dir || skip "the default registry is a dir: one; this backend is tested with MARO_REGISTRY"
+	unset MARO_REGISTRY
+	mkdir -m 700 run
+	XDG_RUNTIME_DIR=$PWD/run bg 30 maro-recv -n x.1 > /dev/null
+	XDG_RUNTIME_DIR=$PWD/run wait_until 10 is_live x.1
+	[ -d "run/maro/$MARO_GROUP" ]
+	run -0 maro-peers --registry "dir:$PWD/run/maro" -f json
+	assert_output --partial '"name":"x.1"'
+	# another runtime directory is another registry; none, /tmp/maro-UID
+	run -0 --separate-stderr env XDG_RUNTIME_DIR="$PWD/elsewhere" maro-peers -f json
+	assert_output ''
+	[[ $stderr == "maro-peers: no group '$MARO_GROUP' in dir:$PWD/elsewhere/maro "* ]]
+	run -0 --separate-stderr env -u XDG_RUNTIME_DIR maro-peers -f json
+	assert_output ''
+	[[ $stderr == "maro-peers: no group '$MARO_GROUP' in dir:/tmp/maro-$(id -u)"* ]]
 }

@@ -19,6 +19,7 @@ setup() {
 	#!/bin/sh
 	# a job: says who it is, then serves as a receiver (or runs "$@")
 	echo "$MARO_NAME $MARO_GROUP $MARO_POOL $MARO_JOB cpus=$MARO_CPUS $$" >> "${JOBLOG:-jobs.log}"
+	echo "$MARO_NAME ${MARO_REPLACES_PID-unset} $$" >> replaces.log
 	[ $# -gt 0 ] && exec "$@"
 	exec maro-recv -f json
 	EOF
@@ -112,13 +113,17 @@ gone() { ! kill -0 "$1" 2>/dev/null; }
 	assert_success
 }
 
-@test "a killed job is restarted under its name at once, and the restart is counted and logged" {
+@test "a killed job is restarted under its name at once (MARO_REPLACES_PID), and the restart is counted and logged" {
 	bg 30 maro-pool -j 2 -- "$JOB" 2> pool.err
 	wait_until 10 live_is worker. 2
 	old=$(pid_of "worker.$HOST.1")
 	kill -KILL "$old"
-	# back within 2 s, even on Redis where the dead entry would live for 5 s
+	# back within 2 s, even on Redis where the dead entry would live for 5 s:
+	# the new job is told the pid it replaces, and takes that entry over
 	wait_until 2 eval '[ -n "$(pid_of worker.$HOST.1)" ] && [ "$(pid_of worker.$HOST.1)" != "$old" ]'
+	run -0 grep "^worker.$HOST.1 " replaces.log
+	assert_output "worker.$HOST.1 unset $old
+worker.$HOST.1 $old $(pid_of "worker.$HOST.1")"
 	wait_until 5 info_has "restarts=1 "
 	run pool_info
 	assert_output "jobs=2 running=2 restarts=1 gaveup=0 worker=2"

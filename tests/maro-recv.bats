@@ -108,3 +108,33 @@ teardown() { default_teardown; }
 	wait_exit "$BG_PID" 10
 	[ "$(cat p)" = "plain text" ]
 }
+
+@test "maro-recv --from: only messages whose source starts with a prefix (repeatable) are written; the others stay with their senders" {
+	bg 30 maro-recv -n sink --from a. --from b -C 2 -f json > out
+	recv=$BG_PID
+	wait_until 10 is_live sink
+	# a prefix, not a substring: xa.1 is not from a.
+	run -124 maro-send -n xa.1 -p sink -t x -d no --notification -W 500ms
+	assert_output --partial "not delivered to 'sink'"
+	run -0 maro-send -n a.1 -p sink -t x -d one --notification -W 10s
+	run -0 maro-send -n bee -p sink -t x -d two --notification -W 10s
+	wait_exit "$recv" 10
+	[ "$status" -eq 0 ]
+	[ "$(jq -c '[.source, .payload]' out | tr '\n' ' ')" = '["a.1","one"] ["bee","two"] ' ]
+}
+
+@test "maro-recv --session: the reply of each session named, once each, then exit 0; other messages stay with their senders" {
+	bg 30 maro-dist -n w.1 --raw --co '*:double:1' 'while read -r x; do echo $((x * 2)); done'
+	wait_until 10 is_live w.1
+	run -0 sh -c 'maro-send -n master -p w.1 -t double -d 1 -d 2 -d 3 --async -W 10s > sent'
+	local s1 s3
+	s1=$(maro-msg -f json < sent | jq -r 'select(.payload == "1") | .session_id')
+	s3=$(maro-msg -f json < sent | jq -r 'select(.payload == "3") | .session_id')
+	bg 30 maro-send -n other -p master -t note -d keep --notification -W 25s
+	run -0 maro-recv -n master --session "$s1" --session "$s3" -f json -W 10s
+	[ "$(jq -c '[.session_id, .payload]' <<< "$output" | LC_ALL=C sort | tr '\n' ' ')" = \
+		"$(printf '["%s","2"]\n["%s","6"]\n' "$s1" "$s3" | LC_ALL=C sort | tr '\n' ' ')" ]
+	# the reply of session 2 and the note were left: the next holder of the name gets them
+	run -0 maro-recv -n master -C 2 -f payload -W 10s
+	[ "$(LC_ALL=C sort <<< "$output" | tr '\n' ' ')" = "4 keep " ]
+}

@@ -162,3 +162,18 @@ teardown() { default_teardown; }
 	[ "$status" -eq 124 ]
 	[[ $(head -n 1 <<< "$stderr") =~ ^"maro-scatter: no member named 'nobody' in group '$MARO_GROUP' $where; waiting (-W: "[12]"s left)"$ ]]
 }
+
+@test "maro-scatter --window N: at most N unanswered tasks at a peer at a time (default 1)" {
+	# peers that take tasks and never answer
+	bg 30 maro-recv -n a.1 -f payload > a.took
+	bg 30 maro-recv -n b.1 -f payload > b.took
+	wait_until 10 live_is a. 1
+	wait_until 10 live_is b. 1
+	bg 30 sh -c 'seq 10 | exec maro-scatter -P a. -t t --window 3 -W 1500ms'
+	local a=$BG_PID
+	run -124 sh -c 'seq 10 | maro-scatter -P b. -t t -W 1500ms'
+	wait_exit "$a" 10
+	[ "$status" -eq 124 ]
+	[ "$(cat a.took)" = "$(seq 3)" ]
+	[ "$(cat b.took)" = 1 ]
+}

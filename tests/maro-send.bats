@@ -228,3 +228,15 @@ teardown() { default_teardown; }
 	wait_until 10 has_lines got 1
 	assert_equal "$(cat got)" hello
 }
+
+@test "maro-send -e TYPE=N waits until N peers of the type are live, then -P finds them all" {
+	bg 30 sh -c 'maro-send -e w=2 -P w. -t x -d y --notification -W 20s; echo "exit $?" > sent'
+	local i
+	for i in 1 2; do
+		bg 30 maro-recv -n "w.$i" -C 1 -f payload > "w.$i.out"
+	done
+	wait_until 20 test -s sent
+	[ "$(cat sent)" = "exit 0" ]
+	wait_until 10 live_is w. 0
+	[ "$(cat w.1.out w.2.out)" = "$(printf 'y\ny')" ]
+}
