@@ -2,11 +2,25 @@
 #include <limits.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "clock.h"
+
+void
+maro_duration_text(char *out, size_t len, int64_t secs)
+{
+	long t = secs < 0 ? 0 : secs > 359999 ? 359999 : (long)secs;
+
+	if (t < 60)
+		snprintf(out, len, "%lds", t);
+	else if (t < 3600)
+		snprintf(out, len, "%ldm%02lds", t / 60, t % 60);
+	else
+		snprintf(out, len, "%ldh%02ldm", t / 3600, t / 60 % 60);
+}
 
 int
 maro_duration_parse(const char *s, int64_t *usec)

@@ -11,6 +11,7 @@
 #define MARO_CLOCK_H
 
 #include <signal.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* Monotonic clock in microseconds. */
@@ -21,6 +22,8 @@ int64_t maro_now_us(void);
  * or -1 (EINVAL) for anything else, negative values included.
  */
 int maro_duration_parse(const char *s, int64_t *usec);
+/* A duration in whole seconds for people: "12s", "4m05s", "1h02m" (at most 99h59m; none below 0s). */
+void maro_duration_text(char *out, size_t len, int64_t secs);
 
 /*
  * The deadline (-W) of the whole run: monotonic us, INT64_MAX for none.  A

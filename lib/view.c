@@ -10,6 +10,7 @@
 
 #include <jansson.h>
 
+#include "clock.h"
 #include "view.h"
 
 /* Appends j as one compact line and releases it; j NULL means out of memory. */
@@ -118,20 +119,6 @@ mem_text(char *buf, size_t len, uint64_t kb)
 		snprintf(buf, len, "%.1fG", (double)kb / (1024 * 1024));
 	else
 		snprintf(buf, len, "%.0fM", (double)kb / 1024);
-}
-
-/* "12s", "4m05s", "1h02m": a time left, for people */
-static void
-duration_text(char *buf, size_t len, int64_t secs)
-{
-	long t = secs < 0 ? 0 : secs > 359999 ? 359999 : (long)secs;
-
-	if (t < 60)
-		snprintf(buf, len, "%lds", t);
-	else if (t < 3600)
-		snprintf(buf, len, "%ldm%02lds", t / 60, t % 60);
-	else
-		snprintf(buf, len, "%ldh%02ldm", t / 3600, t / 60 % 60);
 }
 
 /* A start, local time: "14:03:07" today, "11-24 14:03" another day. */
@@ -576,7 +563,7 @@ jobs_text(struct maro_buf *out, const struct summary *s)
 			snprintf(total, sizeof total, "%llu+", (unsigned long long)jb->read);
 		start_text(start, sizeof start, jb->start);
 		if (jb->eta >= 0)
-			duration_text(eta, sizeof eta, jb->eta);
+			maro_duration_text(eta, sizeof eta, jb->eta);
 		age_text(age, sizeof age, s->jobs[k].e->heartbeat_age_ms);
 		rc |= maro_buf_printf(out, "%-*s  %-*s  %11s  %10s  %10llu  %7llu  %7llu  %7llu  %9.1f  %7s  %6s\n",
 		    w, job_name(s->jobs[k].e), wh, s->jobs[k].e->host, start, total,

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "workq.h"
 
 #define NO_PEER MARO_WORKQ_NO_PEER
@@ -525,18 +526,11 @@ maro_workq_flush(struct maro_workq *q)
 	}
 }
 
-/* "12s", "4m05s", "1h02m": a time left, for people */
+/* a time left, rounded to the second (maro_duration_text) */
 static void
 say_duration(char *out, size_t len, double secs)
 {
-	long t = secs < 0 ? 0 : secs > 359999 ? 359999 : (long)(secs + 0.5);
-
-	if (t < 60)
-		snprintf(out, len, "%lds", t);
-	else if (t < 3600)
-		snprintf(out, len, "%ldm%02lds", t / 60, t % 60);
-	else
-		snprintf(out, len, "%ldh%02ldm", t / 3600, t / 60 % 60);
+	maro_duration_text(out, len, secs < 0 ? 0 : secs > 359999 ? 359999 : (int64_t)(secs + 0.5));
 }
 
 void
