@@ -463,7 +463,9 @@ evals() {
 	assert_output "# HELP maro_registry_up 1 when the group's registry answered the last listing, 0 when it did not.
 # TYPE maro_registry_up gauge
 $up 0"
-	[ "$ms" -lt 2000 ] || fail "a scrape of a hung registry took $ms ms"
+	# its 1 s, and up to 2 s more for a machine busy with other suites (not
+	# curl's 5 s, nor the registry's own timeouts)
+	[ "$ms" -lt 3000 ] || fail "a scrape of a hung registry took $ms ms"
 	kill -CONT "$STOPPED"
 	STOPPED=
 	# down
