@@ -92,7 +92,8 @@ keyed_recv() {
 }
 
 # refused_fast KEYOPT...: a task for w, -W 20s, refused for want of the key:
-# exit 69 within a second, the peer and the cause named once, on stderr
+# exit 69 at once (3 s: a machine busy with other suites, not -W's 20), the
+# peer and the cause named once, on stderr
 refused_fast() {
 	local t0 ms
 	t0=$(date +%s%N)
@@ -100,7 +101,7 @@ refused_fast() {
 	ms=$((($(date +%s%N) - t0) / 1000000))
 	[ "$status" -eq 69 ]
 	[ -z "$output" ]
-	[ "$ms" -lt 1000 ] || { echo "took $ms ms" >&2; return 1; }
+	[ "$ms" -lt 3000 ] || { echo "took $ms ms" >&2; return 1; }
 	[ "$(grep -c "maro-send: 'w' refused our connection for want of the group key" <<< "$stderr")" -eq 1 ]
 }
 
