@@ -182,6 +182,12 @@ example() {
 	' "$MARO_TOP/man/maro-slurm.7"
 }
 
+# job_output: job.out (stdout and stderr) without the notices of what a
+# tool awaited, which a busy node may or may not print
+job_output() {
+	grep -Ev "^maro-[a-z-]+: .*; waiting for it$" job.out || :
+}
+
 # in_group GROUP NAME: NAME is live in GROUP
 in_group() { maro-peers -g "$1" -f json | grep -q "\"name\":\"$2\""; }
 
@@ -364,7 +370,7 @@ watch_ps() {
 	submit job.sh
 	wait_until 40 ended "$job" || fail "job $job: $(cat job.out)"
 	# the squares (stdout), and maybe a notice of what was awaited (stderr, the same file)
-	run -0 grep -Ev "^maro-peers: no group '[^']*' in .*; waiting for it$" job.out
+	run -0 job_output
 	[ "$(sort -n <<< "$output")" = "$(seq 100 | awk '{ print $1 * $1 }')" ] || fail "$output"
 	run -0 ctl scontrol show job -o "$job"
 	assert_output --partial "JobState=COMPLETED"
@@ -381,7 +387,8 @@ watch_ps() {
 	wait_until 40 ended "$job" || fail "job $job: $(cat job.out)"
 	run -0 cat job.out
 	assert_line "workers 16"
-	[ "$(grep -v '^workers' job.out | sort -n)" = "$(seq 100 | awk '{ print $1 * $1 }')" ] || fail "$output"
+	run -0 job_output
+	[ "$(grep -v '^workers' <<< "$output" | sort -n)" = "$(seq 100 | awk '{ print $1 * $1 }')" ] || fail "$output"
 	wait_until 15 all_clean || fail "left on the nodes: $(leftovers)"
 }
 
@@ -402,7 +409,7 @@ watch_ps() {
 	EOF
 	submit --nodes=2 --ntasks-per-node=1 --cpus-per-task=3 pools.sh
 	wait_until 40 ended "$job" || fail "job $job: $(cat job.out)"
-	run -0 cat job.out
+	run -0 job_output
 	assert_output "$(printf 'member worker.%s\n' n1.1 n1.2 n1.3 n2.1 n2.2 n2.3; echo 10000)"
 	run -0 ctl scontrol show job -o "$job"
 	assert_output --partial "JobState=COMPLETED"
@@ -442,9 +449,9 @@ watch_ps() {
 	echo 'echo "registry $MARO_REGISTRY"' >> job.sh
 	submit --nodes=1 --ntasks-per-node=4 job.sh
 	wait_until 40 ended "$job" || fail "job $job: $(cat job.out)"
-	run -0 cat job.out
+	run -0 job_output
 	assert_line --regexp "^registry dir:$BATS_TEST_TMPDIR/maro-job\.[A-Za-z0-9]{6}/registry\$"
-	[ "$(grep -v '^registry' job.out | sort -n)" = "$(seq 100 | awk '{ print $1 * $1 }')" ] || fail "$output"
+	[ "$(grep -v '^registry' <<< "$output" | sort -n)" = "$(seq 100 | awk '{ print $1 * $1 }')" ] || fail "$output"
 	run -0 ctl scontrol show job -o "$job"
 	assert_output --partial "JobState=COMPLETED"
 	assert_output --partial "NumNodes=1 NumCPUs=4 NumTasks=4"
