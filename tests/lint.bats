@@ -119,6 +119,13 @@ triage: $id: status 'maybe' (equivalent or killed-by)"
 	assert_output "${line}c${line}"
 }
 
+@test "mutate-sample: MUTATE_JOBS that is not a number from 1 is a usage error (2), nothing built" {
+	run -2 env MUTATE_JOBS=0 sh "$MARO_TOP/scripts/mutate-sample" lib/event.c
+	assert_output "mutate-sample: MUTATE_JOBS must be a number from 1"
+	run -2 env MUTATE_JOBS=two sh "$MARO_TOP/scripts/mutate-sample" --list lib/event.c
+	assert_output "mutate-sample: MUTATE_JOBS must be a number from 1"
+}
+
 @test "promises check: the pages and tests/promises as they are, exit 0, the gaps counted" {
 	run -0 --separate-stderr sh "$MARO_TOP/scripts/promises" check
 	assert_output ''
