@@ -140,12 +140,17 @@ triage: $id: status 'maybe' (equivalent or killed-by)"
 	# a new option, exit status, variable and metric on maro-send's page
 	sed -i 's/^\.It Fl -async$/.It Fl -frobnicate\n&/; s/^\.It 124$/.It 99\nnew\n&/' "$t/man/maro-send.1"
 	sed -i 's/^\.It Ev MARO_REDIS_PASSWORD$/.It Ev MARO_NEW_KNOB\nnew\n&/' "$t/man/maro-peers.1"
+	# variables after the first of an .It Ev line, and on an .Ev line of their own
+	sed -i 's/^\.It Ev MARO_NAME , MARO_GROUP/.It Ev MARO_NAME , MARO_SECOND_KNOB , MARO_GROUP/' "$t/man/maro-recv.1"
+	sed -i '/^\.Sh ENVIRONMENT$/,/^\.Sh /s/^\.Ev MARO_WINDOW$/.Ev MARO_WINDOW ,\n.Ev MARO_THIRD_KNOB/' "$t/man/maro-send.1"
 	sed -i 's/^\.It Ic maro_host_members No (gauge)$/.It Ic maro_new_total No (counter)\nnew\n&/' "$t/man/maro-peers.1"
 	# a row for a promise no page makes, and a row whose test was renamed
 	echo 'maro-send option --gone maro-send.bats:^x' >> "$t/tests/promises"
 	sed -i 's/^maro-msg option --check .*/maro-msg option --check maro-msg.bats:^no such test/' "$t/tests/promises"
 	run -1 sh "$MARO_TOP/scripts/promises" check "$t"
 	assert_line "promises: no row for maro-peers env MARO_NEW_KNOB"
+	assert_line "promises: no row for maro-recv env MARO_SECOND_KNOB"
+	assert_line "promises: no row for maro-send env MARO_THIRD_KNOB"
 	assert_line "promises: no row for maro-peers metric maro_new_total"
 	assert_line "promises: no row for maro-send exit 99"
 	assert_line "promises: no row for maro-send option --frobnicate"

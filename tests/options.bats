@@ -188,7 +188,7 @@ undocumented() {
 	done
 }
 
-@test "a shared flag resolves flag > MARO_* > default (name, and the window of maro-send)" {
+@test "a shared flag resolves flag > MARO_* > default (name, group, registry, and the window of maro-send)" {
 	local reg=dir:$BATS_TEST_TMPDIR/reg
 	# the flag wins over the variable
 	MARO_NAME=from-env maro-recv --registry "$reg" -n from-flag --idle-timeout 5s > /dev/null &
@@ -204,6 +204,20 @@ undocumented() {
 	wait_until 5 sh -c "maro-peers --registry $reg | grep -q from-env"
 	kill "$pid"
 	wait "$pid" || true
+	# MARO_GROUP and MARO_REGISTRY, when no flag: a receiver and a sender
+	# meet there, and nowhere else; the sender's MARO_NAME is the source
+	MARO_REGISTRY=$reg MARO_GROUP=envgroup maro-recv -n e.recv -C 1 -f json -W 20s > e.out &
+	pid=$!
+	wait_until 5 sh -c "maro-peers --registry $reg -g envgroup | grep -q e.recv"
+	run -0 maro-peers -f json
+	refute_output --partial e.recv
+	run -0 maro-peers --registry "$reg" -f json
+	refute_output --partial e.recv
+	run -0 env MARO_REGISTRY="$reg" MARO_GROUP=envgroup MARO_NAME=e.sender \
+		maro-send -p e.recv -t t -d hi --notification -W 10s
+	wait "$pid"
+	run -0 jq -r '"\(.source) \(.payload)"' e.out
+	assert_output "e.sender hi"
 	# an empty variable is none: the name is required
 	run -2 --separate-stderr env MARO_NAME= maro-recv --registry "$reg"
 	assert_equal "$stderr" "maro-recv: a name is required (-n NAME or MARO_NAME); try 'maro-recv --help'"
