@@ -455,17 +455,24 @@ evals() {
 	# hung: each request waits on it 1 s at most, once the listing before is a second old
 	STOPPED=$(cat "$BATS_TEST_TMPDIR/r2/redis.pid.launch")
 	kill -STOP "$STOPPED"
-	sleep 1.1
-	local t0 ms
-	t0=$(date +%s%N)
-	run -0 curl -sS -m 5 "${URL}metrics"
-	ms=$(( ($(date +%s%N) - t0) / 1000000 ))
-	assert_output "# HELP maro_registry_up 1 when the group's registry answered the last listing, 0 when it did not.
+	# its 1 s, not curl's 5 s nor the registry's own timeouts: the best of
+	# up to three scrapes (each after the listing before went stale), for
+	# a machine busy with other suites can be seconds late with any one
+	local t0 ms best=99999 try
+	for try in 1 2 3; do
+		sleep 1.1
+		t0=$(date +%s%N)
+		run -0 curl -sS -m 5 "${URL}metrics"
+		ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+		assert_output "# HELP maro_registry_up 1 when the group's registry answered the last listing, 0 when it did not.
 # TYPE maro_registry_up gauge
 $up 0"
-	# its 1 s, and up to 2 s more for a machine busy with other suites (not
-	# curl's 5 s, nor the registry's own timeouts)
-	[ "$ms" -lt 3000 ] || fail "a scrape of a hung registry took $ms ms"
+		[ "$ms" -ge "$best" ] || best=$ms
+		[ "$best" -ge 2000 ] || break
+	done
+	# and no less: the listing waited on the registry
+	[ "$best" -ge 900 ] || fail "a scrape of a hung registry took $best ms: it did not wait"
+	[ "$best" -lt 2000 ] || fail "a scrape of a hung registry took $best ms at best"
 	kill -CONT "$STOPPED"
 	STOPPED=
 	# down
