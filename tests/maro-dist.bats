@@ -118,7 +118,9 @@ start_collector() {
 	run -0 timeout 20 maro-send -p worker.1 -t t -d 1 -W 8s -f payload
 	ms=$((($(date +%s%N) - t0) / 1000000))
 	assert_output r1
-	[ "$ms" -lt 4000 ]
+	# about a second, not the background command's 30 s nor -W: 6 s for a
+	# machine busy with other suites
+	[ "$ms" -lt 6000 ]
 	grep -q "^maro-dist: handler for '\*:t:1' ended, but a process it left running holds its standard output open: going on with the 3 bytes it wrote" dist.err
 	# the next trigger is not stalled behind it
 	run -0 timeout 20 maro-send -p worker.1 -t t -d 2 -W 8s -f payload
@@ -584,7 +586,8 @@ group_of() { ps -e -o pgid=,stat=,pid= | awk -v g="$1" '$1 == g && $2 !~ /^Z/ { 
 	# no unit matches tag x; nor tag sum from another source than master
 	run -69 --separate-stderr timeout 30 maro-send -p worker.1 -t x -d 1 -W 20s
 	ms=$((($(date +%s%N) - t0) / 1000000))
-	[ "$ms" -lt 3000 ]
+	# at once, not at -W (20 s), with a busy machine's margin
+	[ "$ms" -lt 8000 ]
 	[ -z "$output" ]
 	[ "$stderr" = "maro-send: 'worker.1' has no handler for tag 'x'" ]
 	run -69 --separate-stderr timeout 30 maro-send -n other -p worker.1 -t sum -d 1 -W 20s
