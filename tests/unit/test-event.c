@@ -60,6 +60,17 @@ test_parse(void)
 	CHECK(parse(&e, "(\"a:t:1\", \"AND\")", &col) < 0);
 	CHECK(parse(&e, "(\"a:t:1\", \"b:t:1\")", &col) < 0);
 	CHECK(parse(&e, "", &col) < 0 && col == 1);
+	/* tabs and newlines are blanks too: an expression over several lines */
+	CHECK(parse(&e, "a:t:1\tOR\n\tb:t:1 AND\nc:t:1", &col) == 0 && e.nunits == 3 &&
+	    e.nodes[e.root].kind == MARO_EVENT_OR);
+	CHECK(parse(&e, "(\"a:t:1\",\n \"b:t:1\",\t\"AND\")", &col) == 0 && e.nunits == 2);
+	/* a fault inside a nested tuple is the whole expression's, at its column */
+	CHECK(parse(&e, "(((\"a:b:1\", \"AND\")", &col) < 0 && col == 18);
+	CHECK(parse(&e, "((\"a:b:1\", \"AND\")", &col) < 0 && col == 17);
+	CHECK(parse(&e, "((\"a:b:1\", \"AND\"), \"c:d:1\", \"OR\")", &col) < 0 && col == 17);
+	CHECK(parse(&e, "((\"a:b:1\", \"c:d:1\"), \"OR\", \"e:f:1\")", &col) < 0 && col == 19);
+	CHECK(parse(&e, "(\"a:t:1\", \"AND\")", &col) < 0 && col == 16);
+	CHECK(parse(&e, "a:b:1 OR OR c:d:1", &col) < 0 && col == 12);
 }
 
 static void
