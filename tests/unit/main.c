@@ -143,6 +143,7 @@ main(int argc, char **argv)
 	test_convert();
 	test_registry();
 	test_event();
+	test_hold();
 	test_curve();
 	test_strset();
 	test_hash();

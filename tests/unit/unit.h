@@ -19,6 +19,7 @@ void test_cli(void);
 void test_convert(void);
 void test_registry(void);
 void test_event(void);
+void test_hold(void);
 void test_curve(void);
 void test_strset(void);
 void test_hash(void);
