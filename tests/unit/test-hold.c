@@ -87,6 +87,7 @@ test_release(void)
 	struct maro_event e;
 	unsigned live[MARO_EVENT_MAX_UNITS] = { 0 };
 	char err[200];
+	uint8_t *taken;
 	int col;
 
 	CHECK(put(&h, "worker.1", "t", "id-a", 1, 1, 1) == 0);
@@ -96,10 +97,12 @@ test_release(void)
 	/* the two oldest that match, not the one between them */
 	CHECK(maro_hold_match(&h, &e, live, NULL, NULL) == 1);
 	CHECK(h.take[0] && !h.take[1] && h.take[2]);
-	/* a caller takes the first's bytes away; the third's are released with it */
-	free(h.msg[0].p);
+	/* a caller takes the first's bytes away (they are its own now, and
+	 * outlive the release); the third's are released with it */
+	taken = h.msg[0].p;
 	h.msg[0].p = NULL;
 	CHECK(maro_hold_release(&h) == 0);
+	free(taken);
 	CHECK(h.n == 1 && maro_str_eq(h.msg[0].msg.message_id, "id-b"));
 	/* a resent copy of the one taken away goes to away(), not held again */
 	aways = 0;
