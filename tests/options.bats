@@ -307,6 +307,41 @@ undocumented() {
 	assert_output hi
 }
 
+@test "the variables alone: MARO_GROUP, MARO_REGISTRY and MARO_KEYFILE put every tool where -g, --registry and --keyfile would, a pool's jobs too; MARO_NAME names a waiter, a broadcaster and a scatter" {
+	local home=$MARO_REGISTRY home_group=$MARO_GROUP
+	maro-keygen k.key
+	export MARO_GROUP=other MARO_REGISTRY=dir:$BATS_TEST_TMPDIR/other MARO_KEYFILE=$PWD/k.key
+	members
+	echo_peer p.a
+	MARO_NAME=n.wait bg 30 maro-wait-event 'x:go:1' > /dev/null
+	bg 30 sh -c 'maro-recv -n src.recv -C 2 -f json > src.out'
+	wait_until 10 names_are "$MEMBERS" -P m
+	wait_until 10 is_live p.a
+	wait_until 10 is_live n.wait
+	wait_until 10 is_live src.recv
+	# nobody where the test's own variables point
+	run -0 --separate-stderr maro-peers --registry "$home" -g "$home_group" -f json
+	assert_output ""
+	# each member has the key: a sender without it is refused, one with it
+	# (from the variable) is taken, the pool's job's too
+	run -69 --separate-stderr env -u MARO_KEYFILE maro-send -n x.1 -p m.recv -t go --notification -W 10s
+	[[ $stderr == *"'m.recv' refused our connection for want of the group key"* ]] || fail "$stderr"
+	run -0 maro-send -n x.1 -p m.recv -p m.wait -p m.dist -p m.pool -p "m.$HOST.1" -p n.wait \
+		-t go --notification -W 10s
+	run -0 maro-bcast -P p. -t echo -d hi -f payload -W 10s
+	assert_output hi
+	run -0 sh -c 'echo hi | maro-scatter -P p. -t echo -f payload -W 10s'
+	assert_output hi
+	# MARO_NAME is the source of what a broadcast and a scatter send
+	run -0 env MARO_NAME=n.bcast maro-bcast -P src. -t s -d b --notification -W 10s
+	run -0 sh -c 'echo s | MARO_NAME=n.scatter maro-scatter -P src. -t s --async -W 10s > /dev/null'
+	wait_exit "$BG_PID" 10
+	[ "$status" -eq 0 ]
+	run -0 jq -r .source src.out
+	assert_output "n.bcast
+n.scatter"
+}
+
 @test "--advertise and MARO_ADVERTISE: a member's inbox is bound at that address and listed with it; a sender's reply inbox too, and the replies come there" {
 	# inboxes on TCP (the dir registry binds ipc sockets, which have no address)
 	export MARO_TRANSPORT=tcp MARO_INSECURE_TCP=1
@@ -315,15 +350,17 @@ undocumented() {
 	bg 30 maro-dist -n a.dist --advertise 127.0.0.2 --on 'x:go:1' true
 	MARO_ADVERTISE=127.0.0.3 bg 30 maro-recv -n a.env > /dev/null
 	MARO_ADVERTISE=127.0.0.3 bg 30 maro-recv -n a.both --advertise 127.0.0.2 > /dev/null
-	wait_until 10 live_is a. 5
+	MARO_ADVERTISE=127.0.0.3 bg 30 maro-wait-event -n a.wenv 'x:go:1' > /dev/null
+	wait_until 10 live_is a. 6
 	run -0 sh -c "maro-peers -P a. -f json | jq -r '\"\\(.name) \\(.endpoint)\"' | sed 's/:[0-9]*\$//' | LC_ALL=C sort"
 	assert_output "a.both tcp://127.0.0.2
 a.dist tcp://127.0.0.2
 a.env tcp://127.0.0.3
 a.recv tcp://127.0.0.2
-a.wait tcp://127.0.0.2"
+a.wait tcp://127.0.0.2
+a.wenv tcp://127.0.0.3"
 	# each takes a message there
-	run -0 maro-send -n x.1 -p a.recv -p a.wait -p a.dist -p a.env -p a.both -t go --notification -W 10s
+	run -0 maro-send -n x.1 -p a.recv -p a.wait -p a.dist -p a.env -p a.both -p a.wenv -t go --notification -W 10s
 	# a blocking sender's reply inbox: a peer that answers once told to
 	bg 30 maro-dist -n p.a --raw --co '*:echo:1' 'while read -r x; do until [ -e go ]; do sleep 0.02; done; echo "$x"; done'
 	wait_until 10 is_live p.a
@@ -345,6 +382,8 @@ a.wait tcp://127.0.0.2"
 	127.0.0.2 echo hi | maro-scatter --advertise 127.0.0.2 -P p.
 	127.0.0.3 MARO_ADVERTISE=127.0.0.3 maro-send -p p.a -d hi
 	127.0.0.2 MARO_ADVERTISE=127.0.0.3 maro-bcast --advertise 127.0.0.2 -P p. -d hi
+	127.0.0.3 MARO_ADVERTISE=127.0.0.3 maro-bcast -P p. -d hi
+	127.0.0.3 echo hi | MARO_ADVERTISE=127.0.0.3 maro-scatter -P p.
 	EOF
 }
 
