@@ -1,3 +1,4 @@
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -117,9 +118,56 @@ test_release(void)
 	maro_hold_free(&h);
 }
 
+/* the live peers of each unit's source, as the registry lists them now */
+static void
+test_live(void)
+{
+	char dir[] = "/tmp/maro-unit.XXXXXX", url[600], err[512];
+	struct maro_hold h = { 0 };
+	struct maro_registry *r;
+	struct maro_event e;
+	unsigned live[MARO_EVENT_MAX_UNITS];
+	static const char *names[] = { "worker.1", "worker.2", "manager.1" };
+	size_t i;
+	int col;
+
+	if (!mkdtemp(dir)) {
+		CHECK(!"mkdtemp");
+		return;
+	}
+	snprintf(url, sizeof url, "dir:%s", dir);
+	r = maro_registry_open(url, "g", NULL, err, sizeof err);
+	CHECK(r != NULL);
+	if (!r)
+		goto out;
+	for (i = 0; i < 3; i++) {
+		struct maro_entry en;
+
+		memset(&en, 0, sizeof en);
+		snprintf(en.name, sizeof en.name, "%s", names[i]);
+		snprintf(en.endpoint, sizeof en.endpoint, "ipc://%s/%zu", dir, i);
+		CHECK(maro_registry_register(r, &en, 0, NULL) == 0);
+	}
+	CHECK(maro_event_parse(&e, "worker:t:50% AND manager:t:1 AND coworker:t:1", &col, err,
+	    sizeof err) == 0);
+	CHECK(maro_hold_live(&h, r, &e, 0, live) == 0 && live[0] == 2 && live[1] == 1 && live[2] == 0);
+	/* the workers leave: read again (max age 0), none is live */
+	CHECK(maro_registry_unregister(r, "worker.1") == 0 && maro_registry_unregister(r, "worker.2") == 0);
+	CHECK(maro_hold_live(&h, r, &e, 0, live) == 0 && live[0] == 0 && live[1] == 1);
+	/* a list younger than the age asked for is not read again */
+	CHECK(maro_registry_unregister(r, "manager.1") == 0);
+	CHECK(maro_hold_live(&h, r, &e, 60000000, live) == 0 && live[1] == 1);
+	CHECK(maro_hold_live(&h, r, &e, 0, live) == 0 && live[1] == 0);
+	maro_hold_free(&h);
+	maro_registry_close(r);
+out:
+	unit_rm_rf(dir);
+}
+
 void
 test_hold(void)
 {
 	test_resent();
 	test_release();
+	test_live();
 }

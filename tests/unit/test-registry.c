@@ -497,8 +497,8 @@ out:
 	maro_registry_close(b);
 }
 
-static void
-rm_rf(const char *dir)
+void
+unit_rm_rf(const char *dir)
 {
 	char cmd[700];
 
@@ -576,7 +576,7 @@ test_registry(void)
 		snprintf(group, sizeof group, "unitkey%ld", (long)getpid());
 		test_keyed(redis, group, keyfile, change_redis);
 	}
-	rm_rf(dir);
+	unit_rm_rf(dir);
 	if (!redis || !*redis) {
 		/* make unit always gives one (scripts/unit): said, never skipped in silence */
 		fprintf(stderr, "unit: the Redis registry tests need MARO_TEST_REDIS_URL: not run\n");
