@@ -144,6 +144,23 @@ live() { maro-peers -f json | grep -c "\"$1" || :; }
 	assert_output $'1\n2\n3'
 }
 
+@test "acknowledged up to the number a unit needs, not one more: the third of w:t:2 waits for the event to hold" {
+	bg 60 maro-wait-event -n master -W 50s -f payload 'w:t:2 AND x:go:1' > waited
+	local waiter=$BG_PID
+	wait_until 10 live_is master 1
+	# the two the unit needs are acknowledged at once
+	run -0 timeout 10 maro-send -n w.1 -p master -t t -d 1 --notification -W 5s
+	run -0 timeout 10 maro-send -n w.2 -p master -t t -d 2 --notification -W 5s
+	# a third is not: its sender times out, and keeps it
+	run -124 --separate-stderr timeout 10 maro-send -n w.3 -p master -t t -d 3 --notification -W 1s
+	[[ $stderr == *"not delivered to 'master'"* ]] || fail "$stderr"
+	run -0 timeout 10 maro-send -n x.1 -p master -t go -d go --notification -W 5s
+	wait_exit "$waiter" 20
+	[ "$status" -eq 0 ]
+	run sort waited
+	assert_output $'1\n2\ngo'
+}
+
 @test "SIGTERM before the event holds: what was counted is written, then 143" {
 	local s1 s2 waiter
 	bg 60 maro-send -n worker.1 -p master -t update -d a --notification -W 50s
