@@ -408,6 +408,32 @@ test_workq_elsewhere(void)
 	maro_workq_free(&q);
 }
 
+/*
+ * A task that fails again and again goes back to the queue each time: the
+ * queue is compacted as it goes, its room the few tasks waiting, not every
+ * attempt made.
+ */
+static void
+test_workq_requeue(void)
+{
+	struct maro_workq q = { 0 };
+	struct seen w = { 0 };
+	size_t i, task, lost = 0;
+
+	q.window = 1;
+	q.put = put;
+	q.arg = &w;
+	maro_workq_peer_seen(&q, "w.1");
+	CHECK(add(&q, "s0") == 0 && add(&q, "s1") == 1);
+	for (i = 0; i < 100000; i++) {
+		if (send_next(&q, &task) == MARO_WORKQ_NO_PEER || maro_workq_fail(&q, task, "x") < 0)
+			lost++;
+	}
+	CHECK(lost == 0 && maro_workq_queued(&q) == 2);
+	CHECK(q.queue_cap <= 64);
+	maro_workq_free(&q);
+}
+
 void
 test_workq(void)
 {
@@ -577,4 +603,5 @@ test_workq(void)
 	test_workq_order();
 	test_workq_rejoin();
 	test_workq_elsewhere();
+	test_workq_requeue();
 }
