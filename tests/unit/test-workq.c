@@ -536,6 +536,9 @@ test_workq(void)
 	CHECK(!strcmp(text, "2/4 done, 1 given up, 0/s, 3s left"));
 	maro_workq_progress(&q, 10.0, 5.0, 1, text, sizeof text);
 	CHECK(!strcmp(text, "2/4 done, 1 given up, 0/s, none finished for 5s"));
+	/* at exactly twice (4 s idle, 2 s left at 6 s): stalled already */
+	maro_workq_progress(&q, 10.0, 4.0, 1, text, sizeof text);
+	CHECK(!strcmp(text, "2/4 done, 1 given up, 0/s, none finished for 4s"));
 	/* quick ones: under a second left */
 	maro_workq_progress(&q, 0.1, 0.05, 1, text, sizeof text);
 	CHECK(!strcmp(text, "2/4 done, 1 given up, 30/s, <1s left"));
