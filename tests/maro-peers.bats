@@ -525,6 +525,9 @@ between() { awk -v x="$1" -v lo="$2" -v hi="$3" 'BEGIN { exit !(x != "" && x >= 
 	bg 60 sh -c 'printf "1\n2\n" | exec maro-scatter -P w. -t t -f payload > out'
 	scatter=$(child_pid "$BG_PID" maro-scatter)
 	wait_until 10 test -e took
+	# the reply to task 1 was acknowledged (the requester may be slow to
+	# take it: an instrumented build once was stopped before it had)
+	wait_until 10 scraped_at_least maro_messages_out_total "w.$job.1" 1
 	# the requester stops: the reply to task 2 is not acknowledged, and sent again
 	kill -STOP "$scatter"
 	STOPPED=$scatter
