@@ -196,3 +196,24 @@ timed() {
 	# the request in flight ends at the signal, not at its 2 s timeout
 	[ "$ms" -lt 1000 ]
 }
+
+# maro-scatter lists the members every 250 ms, or ten times as long as a
+# listing takes; new input after a pause may bring that forward, but not
+# past the same floor (lib/scatter.c): a slow registry is not asked for
+# the whole membership at every line of a trickling input.
+@test "slow registry: a trickling input does not list the members at every line" {
+	slow_registry 150
+	bg 30 redis-cli -h 127.0.0.1 -p "$(redis_port)" monitor > monitor.log
+	wait_until 10 grep -qx OK monitor.log
+	# 20 lines, 150 ms apart: each one new input after a pause
+	timed --separate-stderr timeout 20 sh -c \
+	    'for i in $(seq 20); do echo "$i"; sleep 0.15; done | maro-scatter -P w -t x -W 4s'
+	assert_failure 124
+	local lists
+	lists=$(grep -c '"ZRANGEBYSCORE" "maro:[^"]*:members"' monitor.log || :)
+	echo "$lists listings in $ms ms" >&3
+	# ten listings' time apart (1.5 s and more), from the start: at most
+	# five in 4 s; one a line would be twenty
+	[ "$lists" -ge 1 ]
+	[ "$lists" -le 6 ]
+}
