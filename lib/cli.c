@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
@@ -35,7 +36,19 @@ void
 maro_cli_init(const char *argv0)
 {
 	const char *slash = argv0 ? strrchr(argv0, '/') : NULL;
+	int fd;
 
+	/*
+	 * A standard stream closed by whoever started us would be the next
+	 * file opened (a job log, a bundle, a socket), and our messages or our
+	 * output would go into it.  Each closed one gets /dev/null, opened the
+	 * other way round (standard input for writing, the others for
+	 * reading): the tool still meets a closed stream's EBADF.
+	 */
+	for (fd = 0; fd < 3; fd++)
+		if (fcntl(fd, F_GETFD) < 0 && errno == EBADF &&
+		    open("/dev/null", fd == 0 ? O_WRONLY : O_RDONLY) != fd)
+			_exit(MARO_EXIT_SOFTWARE);
 	if (argv0)
 		maro_progname = slash ? slash + 1 : argv0;
 	signal(SIGPIPE, SIG_IGN);

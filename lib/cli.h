@@ -33,7 +33,12 @@ enum {
 
 extern const char *maro_progname;
 
-/* Sets the program name from argv[0] and ignores SIGPIPE (EPIPE ends tools quietly). */
+/*
+ * Sets the program name from argv[0], ignores SIGPIPE (EPIPE ends tools
+ * quietly), and holds /dev/null on each of descriptors 0, 1 and 2 that
+ * was closed, opened so that it reads and writes as a closed one (EBADF):
+ * no file the tool opens takes a standard stream's place.
+ */
 void maro_cli_init(const char *argv0);
 noreturn void maro_die(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void maro_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

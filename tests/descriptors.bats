@@ -49,3 +49,23 @@ said_once() {
 	assert_failure 1
 	said_once
 }
+
+# Started with a standard stream closed, a tool's first files and sockets
+# would take descriptors 0, 1 and 2: its messages, or its output, would go
+# into a job log or a socket.  Each closed one holds /dev/null, opened the
+# other way round, so the tool meets EBADF as before.
+@test "a tool started with descriptors 0, 1 and 2 closed holds /dev/null there, and still meets EBADF" {
+	bg 30 sh -c 'exec maro-recv -n r -W 20s <&- >&- 2>&-'
+	wait_until 10 live_is r 1
+	local pid fd
+	pid=$(child_pid "$BG_PID" maro-recv)
+	for fd in 0 1 2; do
+		run readlink "/proc/$pid/fd/$fd"
+		assert_output /dev/null
+	done
+	# closed in the tool alone: a shell's own pipes would take them too
+	run -70 --separate-stderr timeout 10 sh -c 'exec maro-send -p x <&-'
+	[ "$stderr" = "maro-send: error reading standard input: Bad file descriptor" ]
+	run -1 --separate-stderr timeout 10 sh -c 'exec maro-msg -t a -d b >&-'
+	[ "$stderr" = "maro-msg: error writing standard output: Bad file descriptor" ]
+}
