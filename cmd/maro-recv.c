@@ -161,10 +161,11 @@ main(int argc, char **argv)
 	struct maro_buf line = { 0 };
 	struct maro_ctx *c;
 	struct maro_inbox *ib;
+	struct maro_loop l;
 	enum maro_format fmt;
 	const char *name;
 	uint64_t count, got = 0;
-	int64_t idle, deadline, idle_at, next_hb, now;
+	int64_t idle, deadline, idle_at;
 	int status = MARO_EXIT_OK, stop = 0, quiet;
 
 	maro_cli_init(argv[0]);
@@ -187,24 +188,18 @@ main(int argc, char **argv)
 	maro_info("joined group '%s' as '%s'", c->group, name);
 	maro_writer_init(&w, STDOUT_FILENO);
 
-	now = maro_now_us();
-	idle_at = idle >= 0 ? now + idle : INT64_MAX;
-	next_hb = maro_tool_next_beat(c, now);
+	maro_loop_init(&l, c, deadline, 1);
+	idle_at = idle >= 0 ? l.now + idle : INT64_MAX;
 	while (!stop) {
-		zmq_pollitem_t it = { maro_inbox_pollable(ib), 0, ZMQ_POLLIN, 0 };
 		struct maro_delivery d;
-		int64_t wake = deadline < idle_at ? deadline : idle_at;
-		long ms;
-		int rc;
+		int slot, rc;
 
-		if (next_hb < wake)
-			wake = next_hb;
-		ms = maro_wait_ms(wake);
-		maro_tool_poll(c, &it, 1, ms);
-		if (maro_signal) {
-			status = maro_signal_status();
+		maro_loop_begin(&l);
+		slot = maro_loop_inbox(&l, ib);
+		maro_loop_at(&l, idle_at);
+		maro_loop_wait(&l);
+		if ((status = maro_loop_signalled(&l)) != 0)
 			break;
-		}
 		while ((rc = maro_inbox_next(ib, &d)) == 1) {
 			struct maro_err err;
 
@@ -229,27 +224,28 @@ main(int argc, char **argv)
 			}
 		}
 		if (rc < 0)
-			maro_die(MARO_EXIT_SOFTWARE, "receiving: %s", zmq_strerror(errno));
+			maro_die(MARO_EXIT_SOFTWARE, "receiving: %s", maro_transport_strerror(errno));
 		/* the queue drained: write out, then acknowledge what was written */
 		if (maro_writer_flush(&w) < 0)
 			goto out_write;
 		maro_inbox_flush(ib);
-		now = maro_now_us();
-		if (it.revents & ZMQ_POLLIN)
-			idle_at = idle >= 0 ? now + idle : INT64_MAX;
-		if (maro_tool_beat(c, ib, now, &next_hb) < 0) {
+		/* a message came: the idle time starts again after it was written */
+		maro_loop_tick(&l);
+		if (maro_loop_ready(&l, slot) & MARO_LOOP_IN)
+			idle_at = idle >= 0 ? l.now + idle : INT64_MAX;
+		if (maro_loop_beat(&l, ib) < 0) {
 			maro_warn("%s", maro_registry_error(c->reg));
 			status = MARO_EXIT_INCOMPLETE;
 			break;
 		}
-		if (!stop && now >= deadline) {
+		if (!stop && maro_loop_expired(&l)) {
 			status = MARO_EXIT_TIMEOUT;
 			if (!quiet)
 				maro_warn("timed out after %llu message%s", (unsigned long long)got,
 				    got == 1 ? "" : "s");
 			break;
 		}
-		if (!stop && now >= idle_at)
+		if (!stop && l.now >= idle_at)
 			break;
 	}
 	if (f.by_session && f.sessions.used) {
@@ -259,6 +255,7 @@ main(int argc, char **argv)
 	}
 	maro_cli_report_malformed(ib);
 out:
+	maro_loop_free(&l);
 	maro_inbox_close(ib);
 	maro_ctx_close(c);
 	maro_writer_free(&w);

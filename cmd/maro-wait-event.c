@@ -110,9 +110,10 @@ main(int argc, char **argv)
 	struct maro_buf line = { 0 };
 	struct maro_ctx *c;
 	struct maro_inbox *ib;
+	struct maro_loop l;
 	enum maro_format fmt;
 	char errbuf[512];
-	int64_t deadline, next_hb, next_live, now;
+	int64_t deadline, next_live;
 	int quiet, col, status = MARO_EXIT_OK, tty, done = 0, at;
 
 	maro_cli_init(argv[0]);
@@ -136,20 +137,17 @@ main(int argc, char **argv)
 	maro_info("joined group '%s' as '%s', waiting for %s", c->group, cm.name, argv[at]);
 	maro_writer_init(&out, STDOUT_FILENO);
 	tty = isatty(STDERR_FILENO) && !quiet;
-	now = maro_now_us();
-	next_hb = maro_tool_next_beat(c, now);
+	maro_loop_init(&l, c, deadline, 1);
 	next_live = 0;
 
 	while (!done) {
-		zmq_pollitem_t it = { maro_inbox_pollable(ib), 0, ZMQ_POLLIN, 0 };
 		struct maro_delivery d;
-		int64_t wake;
 
-		now = maro_now_us();
-		if (now >= next_live) {
+		maro_loop_begin(&l);
+		if (l.now >= next_live) {
 			if (maro_hold_live(&w.hold, c->reg, &w.ev, 0, w.live) < 0)
 				maro_info("%s", maro_registry_error(c->reg));
-			next_live = now + 250000;
+			next_live = l.now + 250000;
 		}
 		while (w.hold.n < MAX_HELD && maro_inbox_next(ib, &d) == 1) {
 			struct maro_event_msg em = { d.msg.source, d.msg.tag };
@@ -173,11 +171,9 @@ main(int argc, char **argv)
 			maro_inbox_flush(ib);
 		if (tty)
 			say_progress(&w, 0);
-		if (maro_signal) {
-			status = maro_signal_status();
+		if ((status = maro_loop_signalled(&l)) != 0)
 			break;
-		}
-		if (now >= deadline) {
+		if (maro_loop_expired(&l)) {
 			status = MARO_EXIT_TIMEOUT;
 			if (tty)
 				fputc('\n', stderr);
@@ -186,15 +182,15 @@ main(int argc, char **argv)
 			break;
 		}
 		/* another took the name (--takeover): what is sent to it goes there now */
-		if (maro_tool_beat(c, ib, now, &next_hb) < 0) {
+		if (maro_loop_beat(&l, ib) < 0) {
 			maro_warn("%s", maro_registry_error(c->reg));
 			status = MARO_EXIT_INCOMPLETE;
 			break;
 		}
-		wake = deadline < next_hb ? deadline : next_hb;
-		if (next_live < wake)
-			wake = next_live;
-		maro_tool_poll(c, &it, w.hold.n < MAX_HELD ? 1 : 0, maro_wait_ms(wake));
+		if (w.hold.n < MAX_HELD)
+			maro_loop_inbox(&l, ib);
+		maro_loop_at(&l, next_live);
+		maro_loop_wait(&l);
 	}
 	if (done && tty)
 		fputc('\n', stderr);
@@ -209,6 +205,7 @@ main(int argc, char **argv)
 			maro_writer_flush(&out);
 	}
 	maro_cli_report_malformed(ib);
+	maro_loop_free(&l);
 	maro_inbox_close(ib);
 	maro_ctx_close(c);
 	maro_writer_free(&out);

@@ -13,6 +13,7 @@
 #include "format.h"
 #include "inbox.h"
 #include "input.h"
+#include "loop.h"
 #include "message.h"
 #include "opt.h"
 #include "outbox.h"

@@ -874,3 +874,9 @@ maro_poll(struct maro_ctx *c, zmq_pollitem_t *items, int n, long timeout_ms)
 {
 	return c->driver->poll(items, n, timeout_ms);
 }
+
+const char *
+maro_transport_strerror(int err)
+{
+	return zmq_strerror(err);
+}

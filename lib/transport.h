@@ -181,6 +181,8 @@ extern const struct maro_driver maro_driver_zmq;
  * how many items are ready, or -1 (errno).
  */
 int maro_poll(struct maro_ctx *c, zmq_pollitem_t *items, int n, long timeout_ms);
+/* The text of err, the transport's own errors (ZeroMQ's) among them. */
+const char *maro_transport_strerror(int err);
 /*
  * Are n more descriptors (at most 8) to be had now?  0 when the process
  * is out of them (EMFILE, ENFILE).  A connection costs two: its socket's

@@ -1,0 +1,143 @@
+/* loop: the one event loop of the tools (loop.h). */
+#include <errno.h>
+#include <stdlib.h>
+#include <zmq.h>
+
+#include "cli.h"
+#include "loop.h"
+#include "tool.h"
+
+void
+maro_loop_init(struct maro_loop *l, struct maro_ctx *c, int64_t deadline, int beats)
+{
+	*l = (struct maro_loop){ .c = c, .deadline = deadline, .next_beat = INT64_MAX };
+	l->now = maro_now_us();
+	l->wake = deadline;
+	if (beats)
+		l->next_beat = maro_tool_next_beat(c, l->now);
+}
+
+void
+maro_loop_free(struct maro_loop *l)
+{
+	free(l->items);
+	l->items = NULL;
+	l->n = l->cap = 0;
+}
+
+void
+maro_loop_begin(struct maro_loop *l)
+{
+	l->n = 0;
+	l->soon = 0;
+	l->wake = l->deadline;
+	l->now = maro_now_us();
+}
+
+/* A new item of the poll array, grown as it must be; its slot. */
+static int
+item(struct maro_loop *l, void *socket, int fd, int events)
+{
+	zmq_pollitem_t *it;
+
+	if (l->n == l->cap) {
+		int cap = l->cap ? 2 * l->cap : 16;
+
+		if (!(it = realloc(l->items, (size_t)cap * sizeof *it)))
+			maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+		l->items = it;
+		l->cap = cap;
+	}
+	it = (zmq_pollitem_t *)l->items + l->n;
+	*it = (zmq_pollitem_t){ socket, fd,
+	    (short)((events & MARO_LOOP_IN ? ZMQ_POLLIN : 0) | (events & MARO_LOOP_OUT ? ZMQ_POLLOUT : 0)), 0 };
+	return l->n++;
+}
+
+int
+maro_loop_inbox(struct maro_loop *l, struct maro_inbox *ib)
+{
+	return item(l, maro_inbox_pollable(ib), 0, MARO_LOOP_IN);
+}
+
+int
+maro_loop_fd(struct maro_loop *l, int fd, int events)
+{
+	return item(l, NULL, fd, events);
+}
+
+int
+maro_loop_socket(struct maro_loop *l, void *handle, int events)
+{
+	return item(l, handle, 0, events);
+}
+
+void
+maro_loop_at(struct maro_loop *l, int64_t when)
+{
+	if (when < l->wake)
+		l->wake = when;
+}
+
+void
+maro_loop_soon(struct maro_loop *l)
+{
+	l->soon = 1;
+}
+
+void
+maro_loop_wait(struct maro_loop *l)
+{
+	int64_t wake = l->next_beat < l->wake ? l->next_beat : l->wake;
+
+	if (maro_poll(l->c, l->items, l->n, l->soon ? 0 : maro_wait_ms(wake)) < 0 && errno != EINTR)
+		maro_die(MARO_EXIT_SOFTWARE, "poll: %s", maro_transport_strerror(errno));
+	l->now = maro_now_us();
+}
+
+int
+maro_loop_ready(const struct maro_loop *l, int slot)
+{
+	short r;
+
+	if (slot < 0 || slot >= l->n)
+		return 0;
+	r = ((const zmq_pollitem_t *)l->items)[slot].revents;
+	return (r & ZMQ_POLLIN ? MARO_LOOP_IN : 0) | (r & ZMQ_POLLOUT ? MARO_LOOP_OUT : 0) |
+	    (r & ZMQ_POLLERR ? MARO_LOOP_ERR : 0);
+}
+
+int
+maro_loop_signalled(const struct maro_loop *l)
+{
+	(void)l;
+	return maro_signal ? maro_signal_status() : 0;
+}
+
+int64_t
+maro_loop_tick(struct maro_loop *l)
+{
+	return l->now = maro_now_us();
+}
+
+int
+maro_loop_expired(struct maro_loop *l)
+{
+	return maro_loop_tick(l) >= l->deadline;
+}
+
+int
+maro_loop_stop(struct maro_loop *l)
+{
+	int status = maro_loop_signalled(l);
+
+	return status ? status : maro_loop_expired(l) ? MARO_EXIT_TIMEOUT : 0;
+}
+
+int
+maro_loop_beat(struct maro_loop *l, struct maro_inbox *ib)
+{
+	if (l->next_beat == INT64_MAX)
+		return 0;
+	return maro_tool_beat(l->c, ib, l->now, &l->next_beat);
+}
