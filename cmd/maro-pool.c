@@ -15,7 +15,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <zmq.h>
 
 #include "child.h"
 #include "jobs.h"
@@ -241,7 +240,7 @@ main(int argc, char **argv)
 	struct maro_jobs *js = &pl.js;
 	struct maro_buf err = { 0 };
 	char errbuf[512], host[64];
-	int64_t deadline, next_hb, now;
+	struct maro_loop l;
 	int status = MARO_EXIT_OK, stopping = 0, finished = 0, chld_fd;
 	size_t i;
 
@@ -324,19 +323,15 @@ main(int argc, char **argv)
 	update_info(&pl);
 	maro_info("%zu jobs started; pool '%s'", js->njobs, pl.name);
 
-	now = maro_now_us();
-	deadline = cm.timeout >= 0 ? now + cm.timeout : INT64_MAX;
-	next_hb = maro_tool_next_beat(pl.c, now);
+	maro_loop_init(&l, pl.c, cm.timeout >= 0 ? maro_now_us() + cm.timeout : INT64_MAX, 1);
 	while (!finished) {
-		zmq_pollitem_t items[1100];
 		struct maro_delivery dl;
-		int nitems = 0, changed = 0;
-		int64_t wake;
+		int changed = 0;
 
 		changed += reap(&pl, 0);
-		now = maro_now_us();
+		maro_loop_begin(&l);
 		for (i = 0; i < js->njobs; i++)
-			if (maro_jobs_due(&js->jobs[i], now)) {
+			if (maro_jobs_due(&js->jobs[i], l.now)) {
 				if (start(&pl, &js->jobs[i]) < 0)
 					js->jobs[i].state = MARO_JOB_GAVE_UP;
 				changed++;
@@ -348,24 +343,18 @@ main(int argc, char **argv)
 			answer(&pl, &dl);
 		maro_outbox_run(pl.ob);
 		maro_inbox_flush(pl.ib);
-		if (maro_signal) {
-			status = maro_signal_status();
+		if ((status = maro_loop_stop(&l)) != 0) {
 			stopping = 1;
 			break;
 		}
-		if (now >= deadline) {
-			status = MARO_EXIT_TIMEOUT;
-			stopping = 1;
-			break;
-		}
-		maro_tool_beat(pl.c, pl.ib, now, &next_hb);
+		maro_loop_beat(&l, pl.ib);
 		if (finished)
 			break;
-		items[nitems++] = (zmq_pollitem_t){ maro_inbox_pollable(pl.ib), 0, ZMQ_POLLIN, 0 };
-		items[nitems++] = (zmq_pollitem_t){ NULL, chld_fd, ZMQ_POLLIN, 0 };
-		nitems += maro_outbox_pollitems(pl.ob, items + nitems, 1024);
-		wake = maro_jobs_wake(js, maro_tool_wake(pl.ob, deadline, next_hb));
-		maro_tool_poll(pl.c, items, nitems, wake <= now ? 0 : (long)((wake - now + 999) / 1000));
+		maro_loop_inbox(&l, pl.ib);
+		maro_loop_fd(&l, chld_fd, MARO_LOOP_IN);
+		maro_loop_outbox(&l, pl.ob);
+		maro_loop_at(&l, maro_jobs_wake(js, INT64_MAX));
+		maro_loop_wait(&l);
 	}
 	if (stopping)
 		stop_all(&pl);
@@ -373,6 +362,7 @@ main(int argc, char **argv)
 		for (i = 0; i < js->njobs; i++)
 			if (js->jobs[i].state == MARO_JOB_GAVE_UP)
 				status = MARO_EXIT_INCOMPLETE;
+	maro_loop_free(&l);
 out:
 	maro_outbox_free(pl.ob);
 	maro_cli_report_malformed(pl.ib);

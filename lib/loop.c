@@ -34,20 +34,27 @@ maro_loop_begin(struct maro_loop *l)
 	l->now = maro_now_us();
 }
 
+/* Room for twice as many items. */
+static void
+grow(struct maro_loop *l)
+{
+	int cap = l->cap ? 2 * l->cap : 16;
+	void *p = realloc(l->items, (size_t)cap * sizeof(zmq_pollitem_t));
+
+	if (!p)
+		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+	l->items = p;
+	l->cap = cap;
+}
+
 /* A new item of the poll array, grown as it must be; its slot. */
 static int
 item(struct maro_loop *l, void *socket, int fd, int events)
 {
 	zmq_pollitem_t *it;
 
-	if (l->n == l->cap) {
-		int cap = l->cap ? 2 * l->cap : 16;
-
-		if (!(it = realloc(l->items, (size_t)cap * sizeof *it)))
-			maro_die(MARO_EXIT_SOFTWARE, "out of memory");
-		l->items = it;
-		l->cap = cap;
-	}
+	if (l->n == l->cap)
+		grow(l);
 	it = (zmq_pollitem_t *)l->items + l->n;
 	*it = (zmq_pollitem_t){ socket, fd,
 	    (short)((events & MARO_LOOP_IN ? ZMQ_POLLIN : 0) | (events & MARO_LOOP_OUT ? ZMQ_POLLOUT : 0)), 0 };
@@ -70,6 +77,24 @@ int
 maro_loop_socket(struct maro_loop *l, void *handle, int events)
 {
 	return item(l, handle, 0, events);
+}
+
+void
+maro_loop_outbox(struct maro_loop *l, struct maro_outbox *ob)
+{
+	int k;
+
+	/* as many as it has: an outbox that filled the room may have more */
+	for (;;) {
+		if (l->n == l->cap)
+			grow(l);
+		k = maro_outbox_pollitems(ob, (zmq_pollitem_t *)l->items + l->n, l->cap - l->n);
+		if (k < l->cap - l->n)
+			break;
+		grow(l);
+	}
+	l->n += k;
+	maro_loop_at(l, maro_outbox_deadline(ob));
 }
 
 void

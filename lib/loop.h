@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "inbox.h"
+#include "outbox.h"
 #include "transport.h"
 
 /* What an item waits for, and what maro_loop_ready says came. */
@@ -60,6 +61,11 @@ int maro_loop_inbox(struct maro_loop *l, struct maro_inbox *ib);
 int maro_loop_fd(struct maro_loop *l, int fd, int events);
 /* Waits on a driver's socket (transport.h handle()) for events.  Its slot. */
 int maro_loop_socket(struct maro_loop *l, void *handle, int events);
+/*
+ * Waits on ob's connections (a reply or an acknowledgement to read, room
+ * for what waits to go) and wakes for its next resend or look-up.
+ */
+void maro_loop_outbox(struct maro_loop *l, struct maro_outbox *ob);
 /* Wakes this turn at when (monotonic us) at the latest. */
 void maro_loop_at(struct maro_loop *l, int64_t when);
 /* This turn only looks at what is ready, without waiting (work is left). */
