@@ -71,7 +71,7 @@ struct dist {
 	struct maro_bundle_srv srv;
 	struct maro_bundle_got got;
 	unsigned live[MARO_EVENT_MAX_UNITS];
-	int64_t next_hb;
+	struct maro_loop loop;
 	uint64_t runs, failures;
 	int taken;		/* another took our name (--takeover): we leave */
 };
@@ -166,11 +166,11 @@ beat(void *arg, int now)
 	struct dist *d = arg;
 	int64_t t = maro_now_us();
 
-	if (now || t >= d->next_hb) {
+	if (now || t >= d->loop.next_beat) {
 		publish(d);
 		if (maro_registry_heartbeat(d->c->reg) < 0 && errno == EEXIST)
 			taken(d);
-		d->next_hb = maro_tool_next_beat(d->c, t);
+		d->loop.next_beat = maro_tool_next_beat(d->c, t);
 	}
 }
 
@@ -320,7 +320,7 @@ main(int argc, char **argv)
 	/* not on the stack: zeroing its 2 MiB of handler slots there made them all resident */
 	static struct dist d;
 	struct args a = { &d, argc, argv };
-	int64_t deadline, now;
+	int64_t deadline;
 	int status = MARO_EXIT_OK, stop = 0, i;
 	struct maro_err err;
 
@@ -352,14 +352,12 @@ main(int argc, char **argv)
 		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
 	if (maro_handler_set_start(&d.hs, &d.x, &err) < 0)
 		maro_die(MARO_EXIT_SOFTWARE, "%s", err.msg);
-	d.next_hb = maro_tool_next_beat(d.c, maro_now_us());
+	maro_loop_init(&d.loop, d.c, deadline, 1);
 	maro_stats.has_flight = 1;	/* lib/handler counts the requests its handlers have */
 
 	for (;;) {
-		zmq_pollitem_t items[1100];
-		int nitems = 0, ran, k;
+		int ran, k;
 		struct maro_delivery dl;
-		int64_t wake;
 
 		while (d.hold.n < MAX_HELD && maro_inbox_next(d.x.ib, &dl) == 1) {
 			if (d.serve && maro_str_eq(dl.msg.tag, MARO_BUNDLE_TAG)) {
@@ -405,49 +403,45 @@ main(int argc, char **argv)
 		maro_inbox_flush_due(d.x.ib);
 		if (stop && maro_outbox_pending(d.x.ob) == 0)
 			break;
-		if ((k = maro_tool_stop(deadline)) != 0) {
+		if ((k = maro_loop_stop(&d.loop)) != 0) {
 			status = k == MARO_EXIT_TIMEOUT && stop ? MARO_EXIT_INCOMPLETE : k;
 			break;
 		}
-		now = maro_now_us();
 		publish(&d);
-		if (maro_tool_beat(d.c, d.x.ib, now, &d.next_hb) < 0)
+		if (maro_loop_beat(&d.loop, d.x.ib) < 0)
 			taken(&d);
 		if (d.taken && !stop) {
 			status = MARO_EXIT_INCOMPLETE;
 			stop = 1;
 		}
+		maro_loop_begin(&d.loop);
 		if (!stop && d.hold.n < MAX_HELD)
-			items[nitems++] = (zmq_pollitem_t){ maro_inbox_pollable(d.x.ib), 0, ZMQ_POLLIN, 0 };
-		nitems += maro_handler_set_pollitems(&d.hs, items + nitems);
-		nitems += maro_outbox_pollitems(d.x.ob, items + nitems, 1024);
-		wake = maro_tool_wake(d.x.ob, deadline, d.next_hb);
-		if (maro_inbox_ack_deadline(d.x.ib) < wake)
-			wake = maro_inbox_ack_deadline(d.x.ib);
+			maro_loop_inbox(&d.loop, d.x.ib);
+		maro_loop_handlers(&d.loop, &d.hs);
+		maro_loop_outbox(&d.loop, d.x.ob);
+		maro_loop_at(&d.loop, maro_inbox_ack_deadline(d.x.ib));
 		/* percentages move with membership: look again now and then */
-		if (now + 500000 < wake && d.hold.n)
-			wake = now + 500000;
-		maro_tool_poll(d.c, items, nitems, maro_wait_ms(wake));
+		if (d.hold.n)
+			maro_loop_at(&d.loop, d.loop.now + 500000);
+		maro_loop_wait(&d.loop);
 	}
 	/* coprocesses: close their input, let them finish, reap them; requests they never
 	 * answered stay unacknowledged: their senders keep them */
 	maro_handler_set_free(&d.hs);
 	/* replies already queued (their requests may be acknowledged): a moment to deliver them */
 	if (maro_signal && maro_outbox_pending(d.x.ob)) {
-		int64_t until = maro_now_us() + SIGNAL_GRACE_US;
-
 		maro_info("stopping: %zu replies queued, waiting up to %d s for them",
 		    maro_outbox_pending(d.x.ob), SIGNAL_GRACE_US / 1000000);
 		maro_outbox_prompt(d.x.ob);
+		maro_loop_until(&d.loop, maro_now_us() + SIGNAL_GRACE_US);
 		for (;;) {
-			zmq_pollitem_t items[1024];
-			int k;
-
 			maro_outbox_run(d.x.ob);
-			if (!maro_outbox_pending(d.x.ob) || maro_now_us() >= until)
+			if (!maro_outbox_pending(d.x.ob) || maro_loop_expired(&d.loop))
 				break;
-			k = maro_outbox_pollitems(d.x.ob, items, 1024);
-			maro_poll(d.c, items, k, 50);
+			maro_loop_begin(&d.loop);
+			maro_loop_outbox(&d.loop, d.x.ob);
+			maro_loop_at(&d.loop, d.loop.now + 50000);
+			maro_loop_wait(&d.loop);
 		}
 	}
 	if (maro_signal && (d.x.unsent || maro_outbox_pending(d.x.ob)))
@@ -455,6 +449,7 @@ main(int argc, char **argv)
 		    d.x.unsent, maro_outbox_pending(d.x.ob));
 	maro_info("%llu triggers, %llu failed", (unsigned long long)d.runs, (unsigned long long)d.failures);
 	maro_cli_report_malformed(d.x.ib);
+	maro_loop_free(&d.loop);
 	maro_inbox_close(d.x.ib);
 	maro_outbox_free(d.x.ob);
 	maro_ctx_close(d.c);

@@ -1,5 +1,6 @@
 /* loop: the one event loop of the tools (loop.h). */
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <zmq.h>
 
@@ -98,6 +99,15 @@ maro_loop_outbox(struct maro_loop *l, struct maro_outbox *ob)
 }
 
 void
+maro_loop_handlers(struct maro_loop *l, const struct maro_handler_set *s)
+{
+	/* two items a handler at most */
+	while (l->cap - l->n < 2 * s->n)
+		grow(l);
+	l->n += maro_handler_set_pollitems(s, (zmq_pollitem_t *)l->items + l->n);
+}
+
+void
 maro_loop_at(struct maro_loop *l, int64_t when)
 {
 	if (when < l->wake)
@@ -113,9 +123,16 @@ maro_loop_soon(struct maro_loop *l)
 void
 maro_loop_wait(struct maro_loop *l)
 {
-	int64_t wake = l->next_beat < l->wake ? l->next_beat : l->wake;
+	int64_t wake = l->next_beat < l->wake ? l->next_beat : l->wake, now;
+	long ms = -1;
 
-	if (maro_poll(l->c, l->items, l->n, l->soon ? 0 : maro_wait_ms(wake)) < 0 && errno != EINTR)
+	if (l->soon) {
+		ms = 0;
+	} else if (wake != INT64_MAX) {
+		now = maro_now_us();
+		ms = wake <= now ? 0 : (wake - now + 999) / 1000 > INT_MAX ? INT_MAX : (long)((wake - now + 999) / 1000);
+	}
+	if (maro_poll(l->c, l->items, l->n, ms) < 0 && errno != EINTR)
 		maro_die(MARO_EXIT_SOFTWARE, "poll: %s", maro_transport_strerror(errno));
 	l->now = maro_now_us();
 }
@@ -157,6 +174,13 @@ maro_loop_stop(struct maro_loop *l)
 	int status = maro_loop_signalled(l);
 
 	return status ? status : maro_loop_expired(l) ? MARO_EXIT_TIMEOUT : 0;
+}
+
+void
+maro_loop_until(struct maro_loop *l, int64_t until)
+{
+	l->deadline = until;
+	l->next_beat = INT64_MAX;
 }
 
 int

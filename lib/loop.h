@@ -23,6 +23,7 @@
 
 #include <stdint.h>
 
+#include "handler.h"
 #include "inbox.h"
 #include "outbox.h"
 #include "transport.h"
@@ -66,6 +67,8 @@ int maro_loop_socket(struct maro_loop *l, void *handle, int events);
  * for what waits to go) and wakes for its next resend or look-up.
  */
 void maro_loop_outbox(struct maro_loop *l, struct maro_outbox *ob);
+/* Waits on the pipes of s's running coprocesses (their output; their input while bytes wait). */
+void maro_loop_handlers(struct maro_loop *l, const struct maro_handler_set *s);
 /* Wakes this turn at when (monotonic us) at the latest. */
 void maro_loop_at(struct maro_loop *l, int64_t when);
 /* This turn only looks at what is ready, without waiting (work is left). */
@@ -87,6 +90,13 @@ int64_t maro_loop_tick(struct maro_loop *l);
 int maro_loop_expired(struct maro_loop *l);
 /* Whether the loop ends: the signal's status, else 124 at the deadline, else 0. */
 int maro_loop_stop(struct maro_loop *l);
+
+/*
+ * The run is ending (a signal came) and has until then for its last words:
+ * the deadline is until from now on, whatever -W said, and no heartbeat
+ * is due any more.
+ */
+void maro_loop_until(struct maro_loop *l, int64_t until);
 
 /*
  * For a loop that beats: the heartbeat (maro_tool_beat, with what ib
