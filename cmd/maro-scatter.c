@@ -255,7 +255,8 @@ main(int argc, char **argv)
 	struct maro_scatter *sc = &s.sc;
 	char errbuf[512];
 	struct maro_err err;
-	int64_t deadline, next_hb, now;
+	struct maro_loop l = { 0 };
+	int64_t deadline;
 	int status = MARO_EXIT_OK;
 
 	maro_cli_init(argv[0]);
@@ -308,15 +309,13 @@ main(int argc, char **argv)
 	s.started = maro_now_us();
 	s.next_progress = s.started + s.progress_every;
 	s.last_done_at = s.started;
-	next_hb = maro_tool_next_beat(sc->c, s.started);
+	/* without --async, its reply inbox is a member: it beats */
+	maro_loop_init(&l, sc->c, deadline, sc->rq.inbox != NULL);
 	/* the job is listed from its start (maro-peers --status) */
 	maro_scatter_publish(sc, s.started);
 
 	for (;;) {
-		zmq_pollitem_t items[1100];
-		int nitems = 0, stdin_at = -1, moved, rc;
-		int64_t wake;
-		long ms;
+		int stdin_at = -1, moved, rc;
 
 		if ((moved = maro_scatter_round(sc, &s.r, QUEUE_MAX, maro_now_us())) < 0)
 			maro_die(MARO_EXIT_SOFTWARE, "out of memory");
@@ -346,30 +345,28 @@ main(int argc, char **argv)
 		progress(&s, 0);
 		if (sc->input_done && maro_workq_queued(&sc->q) == 0 && maro_scatter_missing(sc) == 0)
 			break;
-		if ((status = maro_tool_stop(deadline)) != 0)
+		if ((status = maro_loop_stop(&l)) != 0)
 			break;
-		now = maro_now_us();
-		if (sc->rq.inbox && now >= next_hb)
-			maro_scatter_publish(sc, now);
+		if (sc->rq.inbox && l.now >= l.next_beat)
+			maro_scatter_publish(sc, l.now);
+		maro_loop_beat(&l, NULL);
+		maro_loop_begin(&l);
+		if (maro_scatter_wants_input(sc, QUEUE_MAX))
+			stdin_at = maro_loop_fd(&l, STDIN_FILENO, MARO_LOOP_IN);
 		if (sc->rq.inbox)
-			maro_tool_beat(sc->c, NULL, now, &next_hb);
-		if (maro_scatter_wants_input(sc, QUEUE_MAX)) {
-			stdin_at = nitems;
-			items[nitems++] = (zmq_pollitem_t){ NULL, STDIN_FILENO, ZMQ_POLLIN, 0 };
-		}
-		nitems += maro_scatter_pollitems(sc, items + nitems, 1024);
-		wake = maro_scatter_wake(sc, deadline < next_hb ? deadline : next_hb);
-		if (s.progress_every && s.next_progress < wake)
-			wake = s.next_progress;
+			maro_loop_inbox(&l, sc->rq.inbox);
+		maro_loop_outbox(&l, sc->ob);
+		maro_loop_at(&l, maro_scatter_wake(sc, INT64_MAX));
+		if (s.progress_every)
+			maro_loop_at(&l, s.next_progress);
 		/* the live line: what changed since its last redraw, shown within REDRAW_US */
-		if (s.tty && !s.quiet && !s.progress_every && s.drawn_at + REDRAW_US < wake)
-			wake = s.drawn_at + REDRAW_US;
-		ms = maro_wait_ms(wake);
+		if (s.tty && !s.quiet && !s.progress_every)
+			maro_loop_at(&l, s.drawn_at + REDRAW_US);
 		/* something moved: go round again before sleeping */
-		if (ms < 0 || moved)
-			ms = 0;
-		maro_tool_poll(sc->c, items, nitems, ms);
-		if (stdin_at >= 0 && (items[stdin_at].revents & (ZMQ_POLLIN | ZMQ_POLLERR)) &&
+		if (moved)
+			maro_loop_soon(&l);
+		maro_loop_wait(&l);
+		if (stdin_at >= 0 && (maro_loop_ready(&l, stdin_at) & (MARO_LOOP_IN | MARO_LOOP_ERR)) &&
 		    maro_scatter_fill(sc, &s.r) < 0)
 			s.input_status = MARO_EXIT_SOFTWARE;
 	}
@@ -387,13 +384,17 @@ main(int argc, char **argv)
 			maro_tool_out_flush(&s.out);	/* says what failed; the status is the timeout's */
 		}
 		if (status == MARO_EXIT_TIMEOUT) {
+			/* the input had not ended: what it still held was never run */
+			int unread = !sc->input_done;
+
 			if (!s.quiet)
-				maro_warn("timed out: %zu of %zu tasks %s", missing, sc->q.ntasks,
-				    sc->async ? "not delivered" : "unanswered");
+				maro_warn("timed out: %zu of %zu tasks %s%s", missing, sc->q.ntasks,
+				    sc->async ? "not delivered" : "unanswered",
+				    unread ? ", before the input ended" : "");
 			/* some answered (with --async: delivered) is done in part; none, a timeout */
-			if (missing && (sc->async ? sc->delivered > 0 : sc->q.ndone > 0))
+			if ((missing || unread) && (sc->async ? sc->delivered > 0 : sc->q.ndone > 0))
 				status = MARO_EXIT_INCOMPLETE;
-			else if (!missing)
+			else if (!missing && !unread)
 				status = MARO_EXIT_OK;
 		}
 	}
@@ -424,6 +425,7 @@ main(int argc, char **argv)
 	maro_info("%zu tasks, %zu answered, %llu resent, %llu stray replies", sc->q.ntasks, sc->q.ndone,
 	    (unsigned long long)maro_outbox_resent(sc->ob), (unsigned long long)sc->rq.strays);
 out:
+	maro_loop_free(&l);
 	maro_scatter_end(sc);
 	maro_common_free(&cm);
 	maro_reader_free(&s.r);

@@ -513,7 +513,8 @@ maro_scatter_replies(struct maro_scatter *sc)
 size_t
 maro_scatter_missing(const struct maro_scatter *sc)
 {
-	return sc->async ? maro_outbox_pending(sc->ob) : sc->q.ntasks - sc->q.ndone;
+	/* with async a task is done when delivered (on_ack): one never sent is missing too */
+	return sc->q.ntasks - sc->q.ndone;
 }
 
 void
@@ -526,16 +527,6 @@ maro_scatter_unfinished(const struct maro_scatter *sc, size_t *open, size_t *wai
 		if (t && !t->done)
 			++*(t->sent ? open : waiting);
 	}
-}
-
-int
-maro_scatter_pollitems(struct maro_scatter *sc, zmq_pollitem_t *items, int max)
-{
-	int n = 0;
-
-	if (sc->rq.inbox)
-		items[n++] = (zmq_pollitem_t){ maro_inbox_pollable(sc->rq.inbox), 0, ZMQ_POLLIN, 0 };
-	return n + maro_outbox_pollitems(sc->ob, items + n, max);
 }
 
 /* The oldest task open, out since then (its first send), or 0 when it has not gone out. */

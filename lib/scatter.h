@@ -125,8 +125,6 @@ size_t maro_scatter_missing(const struct maro_scatter *sc);
  * with async an acknowledgement) and *waiting (read ahead, never sent).
  */
 void maro_scatter_unfinished(const struct maro_scatter *sc, size_t *open, size_t *waiting);
-/* The reply inbox and the outbox's sockets (max at most), in items (room for max + 1): how many. */
-int maro_scatter_pollitems(struct maro_scatter *sc, zmq_pollitem_t *items, int max);
 /*
  * Sets what a heartbeat publishes (stats.h) from the queue: tasks answered
  * and given up, those at a peer, and the window of the live peers; read at

@@ -177,3 +177,50 @@ teardown() { default_teardown; }
 	[ "$(cat a.took)" = "$(seq 3)" ]
 	[ "$(cat b.took)" = 1 ]
 }
+
+# -W ends a job before its input ended: what the input still held never
+# ran, so it is not a success (it was exit 0, "0 of 0 tasks unanswered").
+@test "maro-scatter -W before the input ended: 124 with nothing answered, 1 with some, said" {
+	run --separate-stderr timeout 20 sh -c 'sleep 4 | maro-scatter -P w -t x -W 1s'
+	[ "$status" -eq 124 ]
+	[[ "$stderr" == *"timed out: 0 of 0 tasks unanswered, before the input ended"* ]]
+	bg 60 maro-dist -n w.1 --raw --co '*:x:1' cat
+	wait_until 10 live_is w. 1
+	run --separate-stderr timeout 20 sh -c '{ echo a; sleep 6; } | maro-scatter -P w -t x -W 3s -f payload'
+	[ "$status" -eq 1 ]
+	assert_output a
+	[[ "$stderr" == *"timed out: 0 of 1 tasks unanswered, before the input ended"* ]]
+	# the input ended and every task was answered: 0, as ever
+	run -0 --separate-stderr timeout 20 sh -c 'echo b | maro-scatter -P w -t x -W 3s -f payload'
+	assert_output b
+}
+
+# --async: a task is done when its peer acknowledged it.  One that never
+# went (no worker) was not counted missing: exit 0, "0 of 1 not delivered".
+@test "maro-scatter --async: a task never delivered is missing at -W (124), and one delivered is done (0)" {
+	run --separate-stderr timeout 20 sh -c 'echo a | maro-scatter --async -n m -P w -t x -W 1s'
+	[ "$status" -eq 124 ]
+	[[ "$stderr" == *"timed out: 1 of 1 tasks not delivered"* ]]
+	bg 60 maro-recv -n w.1 -C 2 -f payload -W 30s > got
+	wait_until 10 live_is w. 1
+	run -0 --separate-stderr timeout 20 sh -c 'printf "a\nb\n" | maro-scatter --async -n m -P w -t x -W 10s'
+	wait_exit "$BG_PID" 10
+	run cat got
+	assert_output "$(printf 'a\nb')"
+}
+
+# Found moving the tools onto lib/loop: an --async scatter (no reply
+# inbox, so no heartbeat of its own) still woke for a heartbeat that was
+# never renewed, and from a third of the TTL on polled without waiting.
+@test "maro-scatter --async waiting for a worker sleeps: under 1 s of CPU in 5 s" {
+	local cpu
+	# the input stays open; -W 5s ends the wait (124)
+	TIMEFORMAT='%3U %3S'
+	echo 0 > rc
+	{ time (sleep 6 | maro-scatter --async -n m -P w -t x -W 5s -q 2> err || echo "$?" > rc); } 2> cpu
+	run cat rc
+	assert_output 124
+	cpu=$(awk '{ print $1 + $2 }' cpu)
+	echo "$cpu s of CPU" >&3
+	awk -v c="$cpu" 'BEGIN { exit !(c < 1.0) }'
+}
