@@ -154,6 +154,38 @@ own(void *arg, int key, char *val)
 	}
 }
 
+/* The replies that came: each peer's first written (a failure reply said), others ignored. */
+static void
+take_replies(struct bcast *b)
+{
+	struct maro_delivery d;
+
+	while (maro_requester_next(&b->rq, &d) == 1) {
+		char src[MARO_NAME_MAX + 1];
+
+		snprintf(src, sizeof src, "%.*s", (int)d.msg.source.n, d.msg.source.p ? d.msg.source.p : "");
+		if (!maro_strset_take(&b->waiting, src, strlen(src))) {
+			/* a reply from nobody we asked: give its count back */
+			maro_requester_expect(&b->rq, d.msg.session_id, 1);
+			maro_info("ignoring a reply from '%s'", src);
+		} else {
+			char why[512];
+			int k = maro_reply_failure_say(&d.msg, why, sizeof why);
+
+			maro_outbox_settle(b->ob, src, d.msg.session_id);
+			/* a failure reply: said, not written out */
+			if (k)
+				maro_warn("%s", why);
+			else
+				maro_tool_out_put(&b->out, d.p, d.n);
+			b->no_handler += k == 2;
+			b->task_failed += k == 1;
+			b->replies++;
+		}
+		maro_inbox_done(b->rq.inbox, &d);
+	}
+}
+
 int
 main(int argc, char **argv)
 {
@@ -168,7 +200,8 @@ main(int argc, char **argv)
 	const char *prefix, *name;
 	char errbuf[512], ids[2][MARO_UUID_LEN + 1];
 	ssize_t npeers, i;
-	int64_t deadline, next_check, now;
+	struct maro_loop l = { 0 };
+	int64_t deadline, next_check;
 	int status = MARO_EXIT_OK;
 
 	maro_cli_init(argv[0]);
@@ -221,7 +254,6 @@ main(int argc, char **argv)
 		    maro_cbor_looks_like_text(in.p, in.len) ? TEXT_HINT : "");
 
 	b.c = maro_tool_open(&cm, &deadline);
-	now = maro_now_us();
 	if ((status = maro_tool_expect(b.c, &cm, deadline)) != 0)
 		goto out;
 	npeers = maro_registry_list(b.c->reg, prefix, &peers);
@@ -268,69 +300,40 @@ main(int argc, char **argv)
 		}
 	}
 	maro_info("sent to %zd peer%s", npeers, npeers == 1 ? "" : "s");
-	next_check = maro_now_us() + 500000;
+	maro_loop_init(&l, b.c, deadline, 0);
+	next_check = l.now + 500000;
 
 	for (;;) {
-		zmq_pollitem_t items[1100];
-		int nitems = 0;
-		int64_t wake;
-
 		maro_outbox_run(b.ob);
 		/* a peer that refused us for want of the key never answers: no use waiting */
 		if (maro_cli_report_outbox(b.ob) == EKEYREJECTED) {
 			status = MARO_EXIT_UNAVAILABLE;
 			break;
 		}
-		if (b.blocking) {
-			struct maro_delivery d;
-
-			while (maro_requester_next(&b.rq, &d) == 1) {
-				char src[MARO_NAME_MAX + 1];
-
-				snprintf(src, sizeof src, "%.*s", (int)d.msg.source.n,
-				    d.msg.source.p ? d.msg.source.p : "");
-				if (!maro_strset_take(&b.waiting, src, strlen(src))) {
-					/* a reply from nobody we asked: give its count back */
-					maro_requester_expect(&b.rq, d.msg.session_id, 1);
-					maro_info("ignoring a reply from '%s'", src);
-				} else {
-					char why[512];
-					int k = maro_reply_failure_say(&d.msg, why, sizeof why);
-
-					maro_outbox_settle(b.ob, src, d.msg.session_id);
-					/* a failure reply: said, not written out */
-					if (k)
-						maro_warn("%s", why);
-					else
-						maro_tool_out_put(&b.out, d.p, d.n);
-					b.no_handler += k == 2;
-					b.task_failed += k == 1;
-					b.replies++;
-				}
-				maro_inbox_done(b.rq.inbox, &d);
-			}
-		}
+		if (b.blocking)
+			take_replies(&b);
 		if ((status = maro_tool_out_flush(&b.out)) != 0)
 			goto out;
 		if (b.blocking)
 			maro_inbox_flush(b.rq.inbox);
 		if (maro_outbox_pending(b.ob) == 0 && (!b.blocking || b.waiting.used == 0))
 			break;
-		if ((status = maro_tool_stop(deadline)) != 0)
+		if ((status = maro_loop_stop(&l)) != 0)
 			break;
-		now = maro_now_us();
-		if (now >= next_check) {
+		/* the reply inbox's entry, and who left before answering */
+		if (l.now >= next_check) {
 			if (b.blocking) {
 				maro_registry_heartbeat(b.c->reg);
-				drop_departed(&b, now);
+				drop_departed(&b, l.now);
 			}
-			next_check = now + 500000;
+			next_check = l.now + 500000;
 		}
+		maro_loop_begin(&l);
 		if (b.blocking)
-			items[nitems++] = (zmq_pollitem_t){ maro_inbox_pollable(b.rq.inbox), 0, ZMQ_POLLIN, 0 };
-		nitems += maro_outbox_pollitems(b.ob, items + nitems, 1024);
-		wake = maro_tool_wake(b.ob, deadline, next_check);
-		maro_tool_poll(b.c, items, nitems, maro_wait_ms(wake));
+			maro_loop_inbox(&l, b.rq.inbox);
+		maro_loop_outbox(&l, b.ob);
+		maro_loop_at(&l, next_check);
+		maro_loop_wait(&l);
 	}
 	if (status == MARO_EXIT_OK && b.failed)
 		status = MARO_EXIT_INCOMPLETE;
@@ -348,6 +351,7 @@ main(int argc, char **argv)
 	maro_info("%llu delivered, %llu replies", (unsigned long long)b.delivered,
 	    (unsigned long long)b.replies);
 out:
+	maro_loop_free(&l);
 	maro_outbox_free(b.ob);
 	maro_requester_close(&b.rq);
 	maro_ctx_close(b.c);
