@@ -227,7 +227,8 @@ main(int argc, char **argv)
 	struct maro_buf built = { 0 };
 	const char *prefix;
 	char errbuf[512], input_error[512] = "";
-	int64_t deadline, next_hb, now;
+	struct maro_loop l = { 0 };
+	int64_t deadline;
 	ssize_t k;
 	int status = MARO_EXIT_OK, input_done = 0, input_status = 0, lingers;
 
@@ -273,13 +274,11 @@ main(int argc, char **argv)
 		maro_input_init_mem(&in, built.p, built.len);
 	else
 		maro_input_init(&in, MARO_INPUT_CBOR, STDIN_FILENO, &s.t.c->limits);
-	next_hb = maro_tool_next_beat(s.t.c, maro_now_us());
+	/* a reply inbox is a member: it beats */
+	maro_loop_init(&l, s.t.c, deadline, s.t.rq.inbox != NULL);
 
 	for (;;) {
-		zmq_pollitem_t items[260];
-		int nitems = 0, stdin_at = -1, again;
-		int64_t wake;
-		long ms;
+		int stdin_at = -1, again;
 
 		/* acknowledgements first: they make room for more input */
 		maro_outbox_run(s.t.ob);
@@ -342,24 +341,19 @@ main(int argc, char **argv)
 		/* --no-wait: each message went once to its peer's connection */
 		if (s.no_wait && input_done && maro_outbox_staged(s.t.ob) == 0 && maro_outbox_unsent(s.t.ob) == 0)
 			break;
-		if ((status = maro_tool_stop(deadline)) != 0)
+		if ((status = maro_loop_stop(&l)) != 0)
 			break;
-		now = maro_now_us();
+		maro_loop_beat(&l, NULL);
+		maro_loop_begin(&l);
+		if (!input_done && !a.from_flags && maro_outbox_staged(s.t.ob) == 0 && !maro_send_full(&s.t))
+			stdin_at = maro_loop_fd(&l, STDIN_FILENO, MARO_LOOP_IN);
 		if (s.t.rq.inbox)
-			maro_tool_beat(s.t.c, NULL, now, &next_hb);
-		if (!input_done && !a.from_flags && maro_outbox_staged(s.t.ob) == 0 && !maro_send_full(&s.t)) {
-			stdin_at = nitems;
-			items[nitems++] = (zmq_pollitem_t){ NULL, STDIN_FILENO, ZMQ_POLLIN, 0 };
-		}
-		if (s.t.rq.inbox)
-			items[nitems++] = (zmq_pollitem_t){ maro_inbox_pollable(s.t.rq.inbox), 0, ZMQ_POLLIN, 0 };
-		nitems += maro_outbox_pollitems(s.t.ob, items + nitems, 256);
-		wake = maro_tool_wake(s.t.ob, deadline, s.t.rq.inbox ? next_hb : INT64_MAX);
-		ms = maro_wait_ms(wake);
+			maro_loop_inbox(&l, s.t.rq.inbox);
+		maro_loop_outbox(&l, s.t.ob);
 		if (again)
-			ms = 0;
-		maro_tool_poll(s.t.c, items, nitems, ms);
-		if (stdin_at >= 0 && (items[stdin_at].revents & (ZMQ_POLLIN | ZMQ_POLLERR))) {
+			maro_loop_soon(&l);
+		maro_loop_wait(&l);
+		if (stdin_at >= 0 && (maro_loop_ready(&l, stdin_at) & (MARO_LOOP_IN | MARO_LOOP_ERR))) {
 			if (maro_input_fill(&in) < 0 && errno != EAGAIN && errno != EINTR) {
 				snprintf(input_error, sizeof input_error, "error reading standard input: %s",
 				    strerror(errno));
@@ -414,6 +408,7 @@ out:
 		maro_outbox_linger(s.t.ob, (int)(maro_budget_us(1000000, 0) / 1000));
 	lingers = s.t.rq.inbox || (s.no_wait && s.t.ob);	/* a reply inbox: its last acks */
 	maro_requester_close(&s.t.rq);
+	maro_loop_free(&l);
 	if (MARO_CAN_ABANDON && !lingers)
 		maro_cli_leave(s.t.c, status);	/* nothing lingers: the sockets are the exit's (transport.h) */
 	maro_outbox_free(s.t.ob);
