@@ -171,9 +171,9 @@ maro_loop_expired(struct maro_loop *l)
 int
 maro_loop_stop(struct maro_loop *l)
 {
-	int status = maro_loop_signalled(l);
-
-	return status ? status : maro_loop_expired(l) ? MARO_EXIT_TIMEOUT : 0;
+	/* the rule of every tool's (maro_tool_stop), at the loop's deadline */
+	maro_loop_tick(l);
+	return maro_tool_stop(l->deadline);
 }
 
 void

@@ -4,7 +4,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <zmq.h>
 
 #include "cli.h"
 #include "registry.h"
@@ -175,23 +174,6 @@ maro_tool_beat(struct maro_ctx *c, struct maro_inbox *ib, int64_t now, int64_t *
 	if (taken)
 		errno = EEXIST;
 	return taken ? -1 : 0;
-}
-
-void
-maro_tool_poll(struct maro_ctx *c, zmq_pollitem_t *items, int n, long ms)
-{
-	if (maro_poll(c, items, n, ms) < 0 && errno != EINTR)
-		maro_die(MARO_EXIT_SOFTWARE, "poll: %s", zmq_strerror(errno));
-}
-
-int64_t
-maro_tool_wake(struct maro_outbox *ob, int64_t deadline, int64_t next)
-{
-	int64_t wake = maro_outbox_deadline(ob);
-
-	if (deadline < wake)
-		wake = deadline;
-	return next < wake ? next : wake;
 }
 
 void

@@ -105,18 +105,6 @@ int64_t maro_tool_next_beat(struct maro_ctx *c, int64_t now);
  */
 int maro_tool_beat(struct maro_ctx *c, struct maro_inbox *ib, int64_t now, int64_t *next);
 
-/*
- * When a loop that sends through ob must wake: the first of the outbox's
- * next resend or lookup, the run's deadline and next (a heartbeat, a
- * check), in monotonic us.
- */
-int64_t maro_tool_wake(struct maro_outbox *ob, int64_t deadline, int64_t next);
-
-/*
- * Waits on items for at most ms (-1: without end) or until a signal; a
- * poll that fails otherwise dies (70).
- */
-void maro_tool_poll(struct maro_ctx *c, zmq_pollitem_t *items, int n, long ms);
 
 /*
  * Says once on stderr, for each destination that messages wait for and

@@ -158,6 +158,7 @@ main(int argc, char **argv)
 	test_stats();
 	test_scheduler();
 	test_bundle();
+	test_loop();
 	printf("unit: %d passed, %d failed\n", unit_passed, unit_failed);
 	return unit_failed ? 1 : 0;
 }

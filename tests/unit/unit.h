@@ -38,6 +38,7 @@ void test_joblog(void);
 void test_stats(void);
 void test_scheduler(void);
 void test_bundle(void);
+void test_loop(void);
 
 /* Fixtures the bats suites run as "unit-tests NAME ARGS". */
 int fixture_hostile(const char *endpoint);
