@@ -39,11 +39,14 @@ records() { tail -n +2 "$1"; }
 
 @test "joblog: a poison task given up after --retries 2, named by its line and payload; the rest answered, one worker left alive" {
 	local i
+	local t0 t1
 	for i in 1 2 3; do coworker "worker.$i"; done
 	wait_until 10 live_is worker. 3
+	t0=$(date +%s.%3N)
 	# an empty line: line numbers are not task numbers
 	run -3 --separate-stderr timeout 30 sh -c 'printf "%s\n" 1 2 "" 3 poison 5 6 7 |
 		maro-scatter -P worker -t job --retries 2 --joblog log --failed failed.cbor -W 20s -f payload'
+	t1=$(date +%s.%3N)
 	assert_equal "$(printf '%s\n' "${lines[@]}" | sort)" "$(printf 'r%s\n' 1 2 3 5 6 7)"
 	[[ "$stderr" == *'line 5 of the input given up after 2 failed attempts (its peer left): payload "poison"'* ]]
 	# the log: the header, one record per task; the poison failed at line 5, twice
@@ -57,6 +60,10 @@ records() { tail -n +2 "$1"; }
 	[[ "$(field log 4 worker)" == worker.[123] ]]
 	[[ "$(field log 4 start)" =~ ^[0-9]{10}\.[0-9]{3}$ ]]
 	[[ "$(field log 4 duration)" =~ ^[0-9]+\.[0-9]{3}$ ]]
+	# each task was first sent, and ended, within the run (to the millisecond)
+	records log | awk -F '\t' -v t0="$t0" -v t1="$t1" '
+		$5 < t0 - 0.001 || $5 + $6 > t1 + 0.002 { bad = 1; print "not within the run: " $0 }
+		END { exit bad }'
 	# the failure stream says where in the input, and why
 	run -0 maro-msg -f json < failed.cbor
 	assert_output --regexp '"payload":"poison","failed":\{"line":5,"attempts":2,"why":"its peer left","worker":"worker\.[123]"\}\}$'

@@ -178,6 +178,15 @@ teardown() { default_teardown; }
 	[ "$(cat b.took)" = 1 ]
 }
 
+# The job a scatter runs is in the registry from its start, under the
+# scatter's name and an id (maro-peers --status), and leaves with it.
+@test "maro-scatter: its job is listed by maro-peers --status from its start, and leaves with it" {
+	bg 30 sh -c '{ echo a; sleep 25; } | exec maro-scatter -n sweep -P w -t x -W 20s -q'
+	wait_until 10 sh -c 'maro-peers --status -f json | jq -e ".jobs | length == 1 and (.[0].name | test(\"^sweep\\\\.[0-9a-f]{8}$\"))" > /dev/null'
+	kill -TERM "$(child_pid "$BG_PID" maro-scatter)"
+	wait_until 10 sh -c 'maro-peers --status -f json | jq -e ".jobs == []" > /dev/null'
+}
+
 # -W ends a job before its input ended: what the input still held never
 # ran, so it is not a success (it was exit 0, "0 of 0 tasks unanswered").
 @test "maro-scatter -W before the input ended: 124 with nothing answered, 1 with some, said" {
