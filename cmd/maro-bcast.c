@@ -186,6 +186,63 @@ take_replies(struct bcast *b)
 	}
 }
 
+/* The one message on standard input, into in; anything else dies (65). */
+static void
+read_one(struct maro_buf *in)
+{
+	struct maro_reader r;
+	struct maro_err err;
+	const uint8_t *p;
+	size_t n;
+	int rc;
+
+	maro_reader_init(&r, STDIN_FILENO, NULL);
+	rc = maro_reader_read(&r, &p, &n, NULL, &err);
+	if (rc == 1)
+		maro_buf_append(in, p, n);
+	if (rc == 1 && (rc = maro_reader_read(&r, &p, &n, NULL, &err)) == 1) {
+		err.offset = n;
+		snprintf(err.msg, sizeof err.msg, "more than one message (maro-bcast sends one)");
+		rc = -1;
+	}
+	if (rc < 0) {
+		const uint8_t *q = maro_reader_peek(&r, &n);
+
+		maro_die(MARO_EXIT_DATAERR, "malformed input at byte offset %llu: %s%s",
+		    (unsigned long long)err.offset, err.msg[0] ? err.msg : strerror(errno),
+		    maro_cbor_looks_like_text(q, n) ? TEXT_HINT : "");
+	}
+	maro_reader_free(&r);
+	if (!in->len)
+		maro_die(MARO_EXIT_DATAERR, "no message on standard input");
+}
+
+/*
+ * The status to leave with, from the loop's (0, 124 at -W, 69 for a
+ * refusal, a signal's) and what was delivered and answered: who did not
+ * take it, or owes a reply, said on the way.
+ */
+static int
+outcome(struct bcast *b, int status)
+{
+	if (status == MARO_EXIT_OK && b->failed)
+		status = MARO_EXIT_INCOMPLETE;
+	if (b->no_handler && (status == MARO_EXIT_OK || status == MARO_EXIT_INCOMPLETE))
+		status = MARO_EXIT_UNAVAILABLE;
+	else if (b->task_failed && status == MARO_EXIT_OK)
+		status = MARO_EXIT_TASKS_FAILED;
+	if (status == MARO_EXIT_TIMEOUT || maro_signal) {
+		maro_outbox_foreach_pending(b->ob, say_pending, b);
+		if (b->blocking)
+			maro_strset_foreach(&b->waiting, say_waiting, b);
+		if (status == MARO_EXIT_TIMEOUT && (b->replies || (!b->blocking && b->delivered)))
+			status = MARO_EXIT_INCOMPLETE;
+	}
+	maro_info("%llu delivered, %llu replies", (unsigned long long)b->delivered,
+	    (unsigned long long)b->replies);
+	return status;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -223,30 +280,7 @@ main(int argc, char **argv)
 		if (maro_build_messages(&mb, &in, errbuf, sizeof errbuf) < 0)
 			maro_usage_error("%s", errbuf);
 	} else {
-		struct maro_reader r;
-		const uint8_t *p;
-		size_t n;
-		int rc;
-
-		maro_reader_init(&r, STDIN_FILENO, NULL);
-		rc = maro_reader_read(&r, &p, &n, NULL, &err);
-		if (rc == 1)
-			maro_buf_append(&in, p, n);
-		if (rc == 1 && (rc = maro_reader_read(&r, &p, &n, NULL, &err)) == 1) {
-			err.offset = n;
-			snprintf(err.msg, sizeof err.msg, "more than one message (maro-bcast sends one)");
-			rc = -1;
-		}
-		if (rc < 0) {
-			const uint8_t *q = maro_reader_peek(&r, &n);
-
-			maro_die(MARO_EXIT_DATAERR, "malformed input at byte offset %llu: %s%s",
-			    (unsigned long long)err.offset, err.msg[0] ? err.msg : strerror(errno),
-			    maro_cbor_looks_like_text(q, n) ? TEXT_HINT : "");
-		}
-		maro_reader_free(&r);
-		if (!in.len)
-			maro_die(MARO_EXIT_DATAERR, "no message on standard input");
+		read_one(&in);
 	}
 	if (maro_msg_decode(&m, in.p, in.len, &err) < 0)
 		maro_die(MARO_EXIT_DATAERR, "malformed input at byte offset %llu: %s%s",
@@ -335,21 +369,7 @@ main(int argc, char **argv)
 		maro_loop_at(&l, next_check);
 		maro_loop_wait(&l);
 	}
-	if (status == MARO_EXIT_OK && b.failed)
-		status = MARO_EXIT_INCOMPLETE;
-	if (b.no_handler && (status == MARO_EXIT_OK || status == MARO_EXIT_INCOMPLETE))
-		status = MARO_EXIT_UNAVAILABLE;
-	else if (b.task_failed && status == MARO_EXIT_OK)
-		status = MARO_EXIT_TASKS_FAILED;
-	if (status == MARO_EXIT_TIMEOUT || maro_signal) {
-		maro_outbox_foreach_pending(b.ob, say_pending, &b);
-		if (b.blocking)
-			maro_strset_foreach(&b.waiting, say_waiting, &b);
-		if (status == MARO_EXIT_TIMEOUT && (b.replies || (!b.blocking && b.delivered)))
-			status = MARO_EXIT_INCOMPLETE;
-	}
-	maro_info("%llu delivered, %llu replies", (unsigned long long)b.delivered,
-	    (unsigned long long)b.replies);
+	status = outcome(&b, status);
 out:
 	maro_loop_free(&l);
 	maro_outbox_free(b.ob);

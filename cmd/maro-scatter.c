@@ -247,6 +247,72 @@ own(void *arg, int key, char *val)
 	}
 }
 
+/*
+ * The status to leave with, from the loop's (0, 124 at -W, 130 or 143
+ * after a signal) and the tasks' fates, the input's and the files':
+ * what is missing, given up or could not be written said on the way.
+ */
+static int
+outcome(struct scatter *s, int status)
+{
+	struct maro_scatter *sc = &s->sc;
+
+	if (status == MARO_EXIT_TIMEOUT || maro_signal) {
+		size_t missing = maro_scatter_missing(sc);
+
+		if (maro_signal && !s->quiet)
+			say_interrupted(s);
+		if (!sc->async && (!maro_signal || maro_verbose))
+			say_missing(s);
+		/* --ordered: the replies held behind the holes say_missing named */
+		if (sc->q.ordered) {
+			maro_scatter_flush_held(sc);
+			maro_tool_out_flush(&s->out);	/* says what failed; the status is the timeout's */
+		}
+		if (status == MARO_EXIT_TIMEOUT) {
+			/* the input had not ended: what it still held was never run */
+			int unread = !sc->input_done;
+
+			if (!s->quiet)
+				maro_warn("timed out: %zu of %zu tasks %s%s", missing, sc->q.ntasks,
+				    sc->async ? "not delivered" : "unanswered",
+				    unread ? ", before the input ended" : "");
+			/* some answered (with --async: delivered) is done in part; none, a timeout */
+			if ((missing || unread) && (sc->async ? sc->delivered > 0 : sc->q.ndone > 0))
+				status = MARO_EXIT_INCOMPLETE;
+			else if (!missing && !unread)
+				status = MARO_EXIT_OK;
+		}
+	}
+	if (sc->q.nfailed && status == MARO_EXIT_OK) {
+		if (!s->quiet && sc->q.retries)
+			maro_warn("%zu of %zu tasks given up after %u failed attempts", sc->q.nfailed,
+			    sc->q.ntasks, sc->q.retries);
+		else if (!s->quiet)	/* failure replies, without --retries */
+			maro_warn("%zu of %zu tasks given up", sc->q.nfailed, sc->q.ntasks);
+		status = MARO_EXIT_TASKS_FAILED;
+	}
+	if (s->input_status && (status == MARO_EXIT_OK || status == MARO_EXIT_TASKS_FAILED))
+		status = s->input_status;
+	if (sc->input_error[0])
+		maro_warn("%s", sc->input_error);
+	if (s->failed_w.fd >= 0 && maro_writer_close(&s->failed_w) < 0) {
+		maro_warn("error writing '%s': %s", s->failed_path, strerror(errno));
+		if (status == MARO_EXIT_OK || status == MARO_EXIT_TASKS_FAILED)
+			status = MARO_EXIT_SOFTWARE;
+	}
+	if (s->log.fd >= 0 && maro_joblog_close(&s->log) < 0) {
+		maro_warn("error writing '%s': %s", s->log_path, strerror(errno));
+		if (status == MARO_EXIT_OK || status == MARO_EXIT_TASKS_FAILED)
+			status = MARO_EXIT_SOFTWARE;
+	}
+	if (sc->skipped)
+		maro_info("%zu tasks done before, in job log '%s', not run again", sc->skipped, s->log_path);
+	maro_info("%zu tasks, %zu answered, %llu resent, %llu stray replies", sc->q.ntasks, sc->q.ndone,
+	    (unsigned long long)maro_outbox_resent(sc->ob), (unsigned long long)sc->rq.strays);
+	return status;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -371,59 +437,7 @@ main(int argc, char **argv)
 			s.input_status = MARO_EXIT_SOFTWARE;
 	}
 	progress(&s, 1);
-	if (status == MARO_EXIT_TIMEOUT || maro_signal) {
-		size_t missing = maro_scatter_missing(sc);
-
-		if (maro_signal && !s.quiet)
-			say_interrupted(&s);
-		if (!sc->async && (!maro_signal || maro_verbose))
-			say_missing(&s);
-		/* --ordered: the replies held behind the holes say_missing named */
-		if (sc->q.ordered) {
-			maro_scatter_flush_held(sc);
-			maro_tool_out_flush(&s.out);	/* says what failed; the status is the timeout's */
-		}
-		if (status == MARO_EXIT_TIMEOUT) {
-			/* the input had not ended: what it still held was never run */
-			int unread = !sc->input_done;
-
-			if (!s.quiet)
-				maro_warn("timed out: %zu of %zu tasks %s%s", missing, sc->q.ntasks,
-				    sc->async ? "not delivered" : "unanswered",
-				    unread ? ", before the input ended" : "");
-			/* some answered (with --async: delivered) is done in part; none, a timeout */
-			if ((missing || unread) && (sc->async ? sc->delivered > 0 : sc->q.ndone > 0))
-				status = MARO_EXIT_INCOMPLETE;
-			else if (!missing && !unread)
-				status = MARO_EXIT_OK;
-		}
-	}
-	if (sc->q.nfailed && status == MARO_EXIT_OK) {
-		if (!s.quiet && sc->q.retries)
-			maro_warn("%zu of %zu tasks given up after %u failed attempts", sc->q.nfailed,
-			    sc->q.ntasks, sc->q.retries);
-		else if (!s.quiet)	/* failure replies, without --retries */
-			maro_warn("%zu of %zu tasks given up", sc->q.nfailed, sc->q.ntasks);
-		status = MARO_EXIT_TASKS_FAILED;
-	}
-	if (s.input_status && (status == MARO_EXIT_OK || status == MARO_EXIT_TASKS_FAILED))
-		status = s.input_status;
-	if (sc->input_error[0])
-		maro_warn("%s", sc->input_error);
-	if (s.failed_w.fd >= 0 && maro_writer_close(&s.failed_w) < 0) {
-		maro_warn("error writing '%s': %s", s.failed_path, strerror(errno));
-		if (status == MARO_EXIT_OK || status == MARO_EXIT_TASKS_FAILED)
-			status = MARO_EXIT_SOFTWARE;
-	}
-	if (s.log.fd >= 0 && maro_joblog_close(&s.log) < 0) {
-		maro_warn("error writing '%s': %s", s.log_path, strerror(errno));
-		if (status == MARO_EXIT_OK || status == MARO_EXIT_TASKS_FAILED)
-			status = MARO_EXIT_SOFTWARE;
-	}
-	if (sc->skipped)
-		maro_info("%zu tasks done before, in job log '%s', not run again", sc->skipped, s.log_path);
-	maro_info("%zu tasks, %zu answered, %llu resent, %llu stray replies", sc->q.ntasks, sc->q.ndone,
-	    (unsigned long long)maro_outbox_resent(sc->ob), (unsigned long long)sc->rq.strays);
+	status = outcome(&s, status);
 out:
 	maro_loop_free(&l);
 	maro_scatter_end(sc);

@@ -60,6 +60,9 @@ struct sender {
 	uint64_t delivered, failed, replies_got, reported;
 	uint64_t no_handler, task_failed;	/* failure replies (maro(7), SESSIONS) */
 	int refused;		/* a peer refused our connection for want of the group key */
+	struct maro_input in;	/* standard input, or the messages -t and -d built */
+	int input_done, input_status;
+	char input_error[512];
 };
 
 static void
@@ -216,6 +219,94 @@ looks_like_text(struct maro_input *in, const uint8_t *p)
 	    maro_cbor_looks_like_text(q, avail);
 }
 
+/*
+ * Takes input messages while every window has room and replies are not
+ * too far behind; malformed input ends the input (65, said at the end).
+ */
+static void
+take_input(struct sender *s)
+{
+	while (!s->input_done && flush_staged(s) && !maro_send_full(&s->t)) {
+		const uint8_t *p;
+		size_t n;
+		uint64_t off;
+		struct maro_err err;
+		struct maro_msg m;
+		int rc, decoded;
+
+		rc = maro_input_next_msg(&s->in, &p, &n, &off, &m, &decoded, &err);
+		if (rc == 0 && s->in.eof) {
+			s->input_done = 1;
+			break;
+		}
+		if (rc == 0)
+			break;
+		if (rc < 0 || take(s, p, n, decoded ? &m : NULL, &err) < 0) {
+			if (rc >= 0)
+				err.offset += off;
+			snprintf(s->input_error, sizeof s->input_error,
+			    "malformed input at byte offset %llu: %s%s",
+			    (unsigned long long)err.offset, err.msg,
+			    looks_like_text(&s->in, rc >= 0 ? p : NULL) ? "; it looks like text, not "
+			    "CBOR: build a message with -t TAG -d DATA, or make messages from JSON "
+			    "lines with maro-msg -i json" : "");
+			s->input_status = MARO_EXIT_DATAERR;
+			s->input_done = 1;
+			break;
+		}
+	}
+}
+
+/*
+ * The status to leave with, from the loop's (0, 124 at -W, 69 with
+ * --fail-fast, a signal's), what was delivered, replied and refused, and
+ * the input: what is missing said on the way.
+ */
+static int
+outcome(struct sender *s, int status)
+{
+	if (s->no_wait && status == MARO_EXIT_TIMEOUT) {
+		size_t unsent = maro_outbox_unsent(s->t.ob);
+
+		if (!s->quiet)
+			maro_warn("timed out: %zu message%s not sent%s", unsent, unsent == 1 ? "" : "s",
+			    maro_outbox_staged(s->t.ob) || !s->input_done ? ", and more not read" : "");
+		/* some went: incomplete; none: a timeout */
+		if (s->delivered || maro_outbox_pending(s->t.ob) > unsent)
+			status = MARO_EXIT_INCOMPLETE;
+	} else if (status == MARO_EXIT_TIMEOUT || status == MARO_EXIT_UNAVAILABLE || maro_signal || s->failed) {
+		size_t undelivered = maro_outbox_pending(s->t.ob) + s->failed;
+		size_t missing = maro_requester_owed(&s->t.rq);
+
+		maro_outbox_foreach_pending(s->t.ob, pending_one, s);
+		maro_strset_foreach(&s->t.rq.owed, missing_one, s);
+		if (!s->quiet && s->reported > 20)
+			maro_warn("%llu messages reported in all", (unsigned long long)s->reported);
+		if (status == MARO_EXIT_TIMEOUT && (undelivered || missing)) {
+			if (!s->quiet)
+				maro_warn("timed out: %zu not delivered, %zu repl%s missing", undelivered,
+				    missing, missing == 1 ? "y" : "ies");
+			/* replies were awaited: none at all is a timeout, some is incomplete */
+			if (s->t.rq.inbox ? s->replies_got > 0 : s->delivered > 0)
+				status = MARO_EXIT_INCOMPLETE;
+		} else if (status == MARO_EXIT_OK) {
+			status = MARO_EXIT_INCOMPLETE;
+		}
+	}
+	/* a peer that cannot serve (no handler, not our key) is unavailable; a failure reply, a failed task */
+	if ((s->no_handler || s->refused) && (status == MARO_EXIT_OK || status == MARO_EXIT_INCOMPLETE))
+		status = MARO_EXIT_UNAVAILABLE;
+	else if (s->task_failed && status == MARO_EXIT_OK)
+		status = MARO_EXIT_TASKS_FAILED;
+	if (s->input_status && status == MARO_EXIT_OK)
+		status = s->input_status;
+	if (s->input_error[0])
+		maro_warn("%s", s->input_error);
+	maro_info("%llu delivered, %llu resent, %llu replies", (unsigned long long)s->delivered,
+	    (unsigned long long)maro_outbox_resent(s->t.ob), (unsigned long long)s->replies_got);
+	return status;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -223,14 +314,13 @@ main(int argc, char **argv)
 	struct sender s = { 0 };
 	struct maro_build b = { 0 };
 	struct args a = { &s, &b, 0 };
-	struct maro_input in = { 0 };
 	struct maro_buf built = { 0 };
 	const char *prefix;
-	char errbuf[512], input_error[512] = "";
+	char errbuf[512];
 	struct maro_loop l = { 0 };
 	int64_t deadline;
 	ssize_t k;
-	int status = MARO_EXIT_OK, input_done = 0, input_status = 0, lingers;
+	int status = MARO_EXIT_OK, lingers;
 
 	maro_cli_init(argv[0]);
 	maro_common_init(&cm);
@@ -271,9 +361,9 @@ main(int argc, char **argv)
 		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
 	maro_tool_out_init(&s.out, cm.format);
 	if (a.from_flags)
-		maro_input_init_mem(&in, built.p, built.len);
+		maro_input_init_mem(&s.in, built.p, built.len);
 	else
-		maro_input_init(&in, MARO_INPUT_CBOR, STDIN_FILENO, &s.t.c->limits);
+		maro_input_init(&s.in, MARO_INPUT_CBOR, STDIN_FILENO, &s.t.c->limits);
 	/* a reply inbox is a member: it beats */
 	maro_loop_init(&l, s.t.c, deadline, s.t.rq.inbox != NULL);
 
@@ -283,37 +373,9 @@ main(int argc, char **argv)
 		/* acknowledgements first: they make room for more input */
 		maro_outbox_run(s.t.ob);
 		/* take input while every window has room and replies are not too far behind */
-		while (!input_done && flush_staged(&s) && !maro_send_full(&s.t)) {
-			const uint8_t *p;
-			size_t n;
-			uint64_t off;
-			struct maro_err err;
-			struct maro_msg m;
-			int rc, decoded;
-
-			rc = maro_input_next_msg(&in, &p, &n, &off, &m, &decoded, &err);
-			if (rc == 0 && in.eof) {
-				input_done = 1;
-				break;
-			}
-			if (rc == 0)
-				break;
-			if (rc < 0 || take(&s, p, n, decoded ? &m : NULL, &err) < 0) {
-				if (rc >= 0)
-					err.offset += off;
-				snprintf(input_error, sizeof input_error,
-				    "malformed input at byte offset %llu: %s%s",
-				    (unsigned long long)err.offset, err.msg,
-				    looks_like_text(&in, rc >= 0 ? p : NULL) ? "; it looks like text, not "
-				    "CBOR: build a message with -t TAG -d DATA, or make messages from JSON "
-				    "lines with maro-msg -i json" : "");
-				input_status = MARO_EXIT_DATAERR;
-				input_done = 1;
-				break;
-			}
-		}
+		take_input(&s);
 		/* all sent: what is left is waiting for acks, which receivers then send at once */
-		if (input_done && maro_outbox_staged(s.t.ob) == 0)
+		if (s.input_done && maro_outbox_staged(s.t.ob) == 0)
 			maro_outbox_prompt(s.t.ob);
 		maro_outbox_run(s.t.ob);
 		if (maro_cli_report_outbox(s.t.ob) == EKEYREJECTED)
@@ -335,17 +397,17 @@ main(int argc, char **argv)
 			goto out;
 		if (s.t.rq.inbox)
 			maro_inbox_flush(s.t.rq.inbox);
-		if (input_done && maro_outbox_staged(s.t.ob) == 0 && maro_outbox_pending(s.t.ob) == 0 &&
+		if (s.input_done && maro_outbox_staged(s.t.ob) == 0 && maro_outbox_pending(s.t.ob) == 0 &&
 		    maro_requester_owed(&s.t.rq) == 0)
 			break;
 		/* --no-wait: each message went once to its peer's connection */
-		if (s.no_wait && input_done && maro_outbox_staged(s.t.ob) == 0 && maro_outbox_unsent(s.t.ob) == 0)
+		if (s.no_wait && s.input_done && maro_outbox_staged(s.t.ob) == 0 && maro_outbox_unsent(s.t.ob) == 0)
 			break;
 		if ((status = maro_loop_stop(&l)) != 0)
 			break;
 		maro_loop_beat(&l, NULL);
 		maro_loop_begin(&l);
-		if (!input_done && !a.from_flags && maro_outbox_staged(s.t.ob) == 0 && !maro_send_full(&s.t))
+		if (!s.input_done && !a.from_flags && maro_outbox_staged(s.t.ob) == 0 && !maro_send_full(&s.t))
 			stdin_at = maro_loop_fd(&l, STDIN_FILENO, MARO_LOOP_IN);
 		if (s.t.rq.inbox)
 			maro_loop_inbox(&l, s.t.rq.inbox);
@@ -354,54 +416,16 @@ main(int argc, char **argv)
 			maro_loop_soon(&l);
 		maro_loop_wait(&l);
 		if (stdin_at >= 0 && (maro_loop_ready(&l, stdin_at) & (MARO_LOOP_IN | MARO_LOOP_ERR))) {
-			if (maro_input_fill(&in) < 0 && errno != EAGAIN && errno != EINTR) {
-				snprintf(input_error, sizeof input_error, "error reading standard input: %s",
+			if (maro_input_fill(&s.in) < 0 && errno != EAGAIN && errno != EINTR) {
+				snprintf(s.input_error, sizeof s.input_error, "error reading standard input: %s",
 				    strerror(errno));
-				input_status = MARO_EXIT_SOFTWARE;
-				input_done = 1;
+				s.input_status = MARO_EXIT_SOFTWARE;
+				s.input_done = 1;
 			}
 		}
 	}
 
-	if (s.no_wait && status == MARO_EXIT_TIMEOUT) {
-		size_t unsent = maro_outbox_unsent(s.t.ob);
-
-		if (!s.quiet)
-			maro_warn("timed out: %zu message%s not sent%s", unsent, unsent == 1 ? "" : "s",
-			    maro_outbox_staged(s.t.ob) || !input_done ? ", and more not read" : "");
-		/* some went: incomplete; none: a timeout */
-		if (s.delivered || maro_outbox_pending(s.t.ob) > unsent)
-			status = MARO_EXIT_INCOMPLETE;
-	} else if (status == MARO_EXIT_TIMEOUT || status == MARO_EXIT_UNAVAILABLE || maro_signal || s.failed) {
-		size_t undelivered = maro_outbox_pending(s.t.ob) + s.failed;
-		size_t missing = maro_requester_owed(&s.t.rq);
-
-		maro_outbox_foreach_pending(s.t.ob, pending_one, &s);
-		maro_strset_foreach(&s.t.rq.owed, missing_one, &s);
-		if (!s.quiet && s.reported > 20)
-			maro_warn("%llu messages reported in all", (unsigned long long)s.reported);
-		if (status == MARO_EXIT_TIMEOUT && (undelivered || missing)) {
-			if (!s.quiet)
-				maro_warn("timed out: %zu not delivered, %zu repl%s missing", undelivered,
-				    missing, missing == 1 ? "y" : "ies");
-			/* replies were awaited: none at all is a timeout, some is incomplete */
-			if (s.t.rq.inbox ? s.replies_got > 0 : s.delivered > 0)
-				status = MARO_EXIT_INCOMPLETE;
-		} else if (status == MARO_EXIT_OK) {
-			status = MARO_EXIT_INCOMPLETE;
-		}
-	}
-	/* a peer that cannot serve (no handler, not our key) is unavailable; a failure reply, a failed task */
-	if ((s.no_handler || s.refused) && (status == MARO_EXIT_OK || status == MARO_EXIT_INCOMPLETE))
-		status = MARO_EXIT_UNAVAILABLE;
-	else if (s.task_failed && status == MARO_EXIT_OK)
-		status = MARO_EXIT_TASKS_FAILED;
-	if (input_status && status == MARO_EXIT_OK)
-		status = input_status;
-	if (input_error[0])
-		maro_warn("%s", input_error);
-	maro_info("%llu delivered, %llu resent, %llu replies", (unsigned long long)s.delivered,
-	    (unsigned long long)maro_outbox_resent(s.t.ob), (unsigned long long)s.replies_got);
+	status = outcome(&s, status);
 out:
 	/* what went to a connection gets a last moment to leave it, within -W */
 	if (s.no_wait && s.t.ob)
@@ -414,7 +438,7 @@ out:
 	maro_outbox_free(s.t.ob);
 	maro_ctx_close(s.t.c);
 	maro_tool_out_free(&s.out);
-	maro_input_free(&in);
+	maro_input_free(&s.in);
 	maro_buf_free(&built);
 	if (prefix)
 		for (size_t i = 0; i < s.t.npeers; i++)
