@@ -364,8 +364,11 @@ main(int argc, char **argv)
 		maro_input_init_mem(&s.in, built.p, built.len);
 	else
 		maro_input_init(&s.in, MARO_INPUT_CBOR, STDIN_FILENO, &s.t.c->limits);
-	/* a reply inbox is a member: it beats */
-	maro_loop_init(&l, s.t.c, deadline, s.t.rq.inbox != NULL);
+	/*
+	 * the reply inbox, a member, opens with the first task: the heartbeat
+	 * runs from the start (a beat with no entry of ours writes nothing)
+	 */
+	maro_loop_init(&l, s.t.c, deadline, 1);
 
 	for (;;) {
 		int stdin_at = -1, again;
