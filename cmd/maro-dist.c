@@ -313,6 +313,18 @@ own(void *arg, int key, char *val)
 	d->hs.n++;
 }
 
+/* The loop waits on the running coprocesses' output, and their input while bytes wait for it. */
+static void
+wait_on_coprocesses(struct maro_loop *l, const struct maro_handler_set *s)
+{
+	for (int i = 0; i < s->n; i++)
+		if (s->h[i].mode == MARO_HANDLER_CO && s->h[i].run.pid > 0) {
+			maro_loop_fd(l, s->h[i].run.out, MARO_LOOP_IN);
+			if (s->h[i].run.wbuf.len)
+				maro_loop_fd(l, s->h[i].run.in, MARO_LOOP_OUT);
+		}
+}
+
 int
 main(int argc, char **argv)
 {
@@ -417,7 +429,7 @@ main(int argc, char **argv)
 		maro_loop_begin(&d.loop);
 		if (!stop && d.hold.n < MAX_HELD)
 			maro_loop_inbox(&d.loop, d.x.ib);
-		maro_loop_handlers(&d.loop, &d.hs);
+		wait_on_coprocesses(&d.loop, &d.hs);
 		maro_loop_outbox(&d.loop, d.x.ob);
 		maro_loop_at(&d.loop, maro_inbox_ack_deadline(d.x.ib));
 		/* percentages move with membership: look again now and then */

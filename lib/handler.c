@@ -1027,20 +1027,6 @@ maro_handler_set_untaken(const struct maro_handler_set *s, const struct maro_msg
 	return 1;
 }
 
-int
-maro_handler_set_pollitems(const struct maro_handler_set *s, zmq_pollitem_t *items)
-{
-	int n = 0;
-
-	for (int i = 0; i < s->n; i++)
-		if (s->h[i].mode == MARO_HANDLER_CO && s->h[i].run.pid > 0) {
-			items[n++] = (zmq_pollitem_t){ NULL, s->h[i].run.out, ZMQ_POLLIN, 0 };
-			if (s->h[i].run.wbuf.len)
-				items[n++] = (zmq_pollitem_t){ NULL, s->h[i].run.in, ZMQ_POLLOUT, 0 };
-		}
-	return n;
-}
-
 void
 maro_handler_set_free(struct maro_handler_set *s)
 {

@@ -211,12 +211,6 @@ int maro_handler_set_resent(void *s, const struct maro_delivery *dl);
  * (source and tag), that none will ever take?  1 when it is.
  */
 int maro_handler_set_untaken(const struct maro_handler_set *s, const struct maro_msg *m);
-/*
- * Fills items with what the running coprocesses of s wait for: their
- * output, and their input while bytes wait for it.  Returns how many (at
- * most two a handler).
- */
-int maro_handler_set_pollitems(const struct maro_handler_set *s, zmq_pollitem_t *items);
 /* Frees the handlers of s (maro_handler_free): coprocesses closed, stopped and reaped. */
 void maro_handler_set_free(struct maro_handler_set *s);
 

@@ -99,15 +99,6 @@ maro_loop_outbox(struct maro_loop *l, struct maro_outbox *ob)
 }
 
 void
-maro_loop_handlers(struct maro_loop *l, const struct maro_handler_set *s)
-{
-	/* two items a handler at most */
-	while (l->cap - l->n < 2 * s->n)
-		grow(l);
-	l->n += maro_handler_set_pollitems(s, (zmq_pollitem_t *)l->items + l->n);
-}
-
-void
 maro_loop_at(struct maro_loop *l, int64_t when)
 {
 	if (when < l->wake)

@@ -23,7 +23,6 @@
 
 #include <stdint.h>
 
-#include "handler.h"
 #include "inbox.h"
 #include "outbox.h"
 #include "transport.h"
@@ -67,8 +66,6 @@ int maro_loop_socket(struct maro_loop *l, void *handle, int events);
  * for what waits to go) and wakes for its next resend or look-up.
  */
 void maro_loop_outbox(struct maro_loop *l, struct maro_outbox *ob);
-/* Waits on the pipes of s's running coprocesses (their output; their input while bytes wait). */
-void maro_loop_handlers(struct maro_loop *l, const struct maro_handler_set *s);
 /* Wakes this turn at when (monotonic us) at the latest. */
 void maro_loop_at(struct maro_loop *l, int64_t when);
 /* This turn only looks at what is ready, without waiting (work is left). */
