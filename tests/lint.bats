@@ -119,6 +119,31 @@ triage: $id: status 'maybe' (equivalent or killed-by)"
 	assert_output "${line}c${line}"
 }
 
+# The sample outlives edits: a mutant is in it by a hash of the seed and
+# its id, so that an edit of one module (or a mutant more in it) leaves
+# the sample of the others, and the rest of its own, as they were, and
+# the results of earlier runs (MUTATE_RESUME) keep counting.
+@test "mutate-sample: an edit of one module leaves the others' sample as it was, and its own but at the margin" {
+	local t=$BATS_TEST_TMPDIR/top
+	mkdir -p "$t/lib" "$t/tests/tools"
+	cp "$MARO_TOP/tests/tools/mutants.py" "$t/tests/tools/"
+	cp "$MARO_TOP/lib/event.c" "$MARO_TOP/lib/hold.c" "$t/lib/"
+	cd "$t"
+	python3 tests/tools/mutants.py sample 7 40 lib/event.c lib/hold.c > before
+	# a function more at the top of event.c: mutants more before the others
+	# (an if with a comparison and a constant, two returns)
+	sed -i '0,/^#include "event.h"/s//&\nint unused_x(int a);\nint\nunused_x(int a)\n{\n\tif (a == 3)\n\t\treturn -1;\n\treturn 0;\n}/' lib/event.c
+	run -0 python3 tests/tools/mutants.py list lib/event.c
+	[ "$(grep -c '	if (a == 3)' <<< "$output")" -ge 2 ]
+	python3 tests/tools/mutants.py sample 7 40 lib/event.c lib/hold.c > after
+	assert_equal "$(grep 'lib/hold.c' after)" "$(grep 'lib/hold.c' before)"
+	# event.c's own: all but at most as many as its share changed by
+	grep 'lib/event.c' before | cut -f 1 | sort > b.ids
+	grep 'lib/event.c' after | cut -f 1 | sort > a.ids
+	run -0 comm -23 b.ids a.ids
+	[ "${#lines[@]}" -le 1 ]
+}
+
 @test "mutate-sample: MUTATE_JOBS that is not a number from 1 is a usage error (2), nothing built" {
 	run -2 env MUTATE_JOBS=0 sh "$MARO_TOP/scripts/mutate-sample" lib/event.c
 	assert_output "mutate-sample: MUTATE_JOBS must be a number from 1"

@@ -20,12 +20,12 @@ is), so that the triage file (tests/mutants/triage) outlives edits
 elsewhere in the file.
 
   mutants.py list FILE...                 every mutant: id, file, line, op, old, new
-  mutants.py sample SEED N FILE...        a seeded sample, N in all (proportional, >= 10 a file)
+  mutants.py sample SEED N FILE...        a seeded sample, N in all (proportional, >= 10 a file),
+                                          stable: a mutant is in it by a hash of the seed and its id
   mutants.py apply ID FILE                write FILE with mutant ID applied (to stdout)
   mutants.py ids FILE...                  the ids alone (make lint: triage entries still exist)
 """
 import hashlib
-import random
 import re
 import sys
 
@@ -174,12 +174,16 @@ def main(argv):
         return 0
     if cmd == 'sample' and len(args) >= 3:
         seed, n, files = int(args[0]), int(args[1]), args[2:]
-        rng = random.Random(seed)
         per = {f: mutants(f) for f in files}
         total = sum(len(v) for v in per.values()) or 1
         for f in files:
             k = min(len(per[f]), max(10, round(n * len(per[f]) / total)))
-            for m in sorted(rng.sample(per[f], k), key=lambda m: (m['line'], m['id'])):
+            # the k of the file whose keyed hashes of (seed, id) are lowest:
+            # an edit elsewhere, or one that adds or removes a mutant here,
+            # leaves the others' places in the sample as they were
+            rank = sorted(per[f], key=lambda m: hashlib.sha256(
+                ('%d:%s' % (seed, m['id'])).encode()).hexdigest())
+            for m in sorted(rank[:k], key=lambda m: (m['line'], m['id'])):
                 print('%s\t%s\t%d\t%s\t%s\t%s' % (m['id'], m['file'], m['line'], m['op'],
                                                 m['old'].strip(), m['new'].strip()))
         return 0
