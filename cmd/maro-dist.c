@@ -174,6 +174,23 @@ beat(void *arg, int now)
 	}
 }
 
+/* While a reply waits for room: the outbox's wait, the heartbeat, the rule to stop. */
+static int
+wait_room(void *arg, int64_t until)
+{
+	struct dist *d = arg;
+	int k;
+
+	if ((k = maro_loop_stop(&d->loop)) != 0)
+		return k;
+	maro_loop_begin(&d->loop);
+	maro_loop_outbox(&d->loop, d->x.ob);
+	maro_loop_at(&d->loop, until);
+	maro_loop_wait(&d->loop);
+	beat(d, 0);
+	return maro_loop_stop(&d->loop);
+}
+
 /* Runs a per-trigger handler over the messages taken, and says how it ended. */
 static void
 run_once(struct dist *d, struct maro_handler_entry *h)
@@ -351,6 +368,7 @@ main(int argc, char **argv)
 	d.x.hold = &d.hold;
 	d.x.note = note;
 	d.x.beat = beat;
+	d.x.wait = wait_room;
 	d.x.arg = &d;
 
 	d.x.c = d.c = maro_tool_open(&cm, &deadline);
@@ -456,9 +474,9 @@ main(int argc, char **argv)
 			maro_loop_wait(&d.loop);
 		}
 	}
-	if (maro_signal && (d.x.unsent || maro_outbox_pending(d.x.ob)))
-		maro_warn("stopped by a signal: %zu replies not sent, %zu sent but not acknowledged",
-		    d.x.unsent, maro_outbox_pending(d.x.ob));
+	if (d.x.unsent || (maro_signal && maro_outbox_pending(d.x.ob)))
+		maro_warn("stopped by %s: %zu replies not sent, %zu sent but not acknowledged",
+		    maro_signal ? "a signal" : "-W", d.x.unsent, maro_outbox_pending(d.x.ob));
 	maro_info("%llu triggers, %llu failed", (unsigned long long)d.runs, (unsigned long long)d.failures);
 	maro_cli_report_malformed(d.x.ib);
 	maro_loop_free(&d.loop);

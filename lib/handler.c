@@ -148,8 +148,9 @@ is_request(const struct maro_msg *m)
  * Sends m (filled in): a reply goes to its reply_to, else to its
  * destination.  Encoded straight into the outbox; a full window to the
  * destination is waited for, never dropped.  0 when queued (or when it
- * never can be: noted), -1 when a signal came while it waited: then its
- * request must not be acknowledged, and stays with its sender.
+ * never can be: noted), -1 when a signal came while it waited, or the
+ * tool's -W passed: then its request must not be acknowledged, and stays
+ * with its sender.
  */
 static int
 send_msg(struct maro_handler_host *x, struct maro_msg *m)
@@ -168,9 +169,7 @@ send_msg(struct maro_handler_host *x, struct maro_msg *m)
 	memcpy(dest, to.p, to.n);
 	dest[to.n] = '\0';
 	while (!(q = maro_outbox_begin(x->ob, dest, maro_msg_encoded_max(m)))) {
-		zmq_pollitem_t items[1024];
 		uint64_t acked;
-		int k;
 
 		if (errno != EAGAIN) {
 			n.what = MARO_HANDLER_UNSENDABLE;
@@ -188,8 +187,11 @@ send_msg(struct maro_handler_host *x, struct maro_msg *m)
 		/* that run made room: nothing more may come to end the poll early */
 		if (maro_outbox_acked(x->ob) != acked)
 			continue;
-		k = maro_outbox_pollitems(x->ob, items, 1024);
-		maro_poll(x->c, items, k, 100);
+		/* however long the room takes, the member stays listed, and -W holds */
+		if (x->wait(x->arg, maro_now_us() + 100000) != 0) {
+			x->unsent++;
+			return -1;
+		}
 	}
 	maro_outbox_commit(x->ob, maro_msg_encode_into(m, q));
 	return 0;
@@ -454,6 +456,9 @@ read_all(struct maro_handler_host *x, struct maro_handler *h, pid_t pid, int fd,
 		if (k == 0 && now - beat_at >= 1000000) {
 			x->beat(x->arg, 1);
 			beat_at = now;
+		} else {
+			/* a handler that writes all the time: the member stays listed */
+			x->beat(x->arg, 0);
 		}
 		if (now >= look_at) {
 			look_at = now + 250000;

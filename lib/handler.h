@@ -93,8 +93,14 @@ struct maro_handler_host {
 	void (*note)(void *arg, const struct maro_handler_note *n);
 	/* while a run works: now set after a second of silence, else when due */
 	void (*beat)(void *arg, int now);
+	/*
+	 * while a reply waits for room in ob: waits for what ob waits on, at
+	 * most until then (monotonic us), heartbeating when due; 0, or the
+	 * tool's exit status when it must stop (a signal, its -W)
+	 */
+	int (*wait)(void *arg, int64_t until);
 	void *arg;
-	size_t unsent;			/* replies given up on when a signal came */
+	size_t unsent;			/* replies given up on when a signal came, or -W passed */
 	size_t failed_requests, failed_notes;	/* of the last run that failed: answered, acknowledged */
 	struct maro_buf reply;		/* a raw reply's payload */
 };

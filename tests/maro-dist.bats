@@ -340,6 +340,57 @@ has_reply_inbox() { [ -n "$(reply_endpoint "$1")" ]; }
 	[[ "$output" =~ "stopped by a signal: "[0-9]+" replies not sent, "[01]" sent but not acknowledged" ]]
 }
 
+@test "a reply waiting for room longer than a TTL: the worker stays listed, and -W still ends the wait (124)" {
+	mkfifo gate
+	bg 60 env MARO_WINDOW=1 maro-dist -n worker.1 -v -W 12s --raw --co '*:echo:1' \
+		'tee seen | { read -r g < gate; cat; }' 2> dist.err
+	dist=$BG_PID
+	run maro-peers -e worker=1 -W 10s -q
+	assert_success
+	requests 50
+	bg 60 sh -c 'maro-send -n master -W 50s < in.cbor > /dev/null 2>&1'
+	requester=$(child_pid "$BG_PID" maro-send)
+	wait_until 20 has_lines seen 50
+	# the requester stops: one answer fills the window of 1, the rest wait
+	kill -STOP "$requester"
+	echo go > gate
+	wait_until 20 grep -q "connecting to '~master" dist.err
+	# more than two TTLs (2 s here) of waiting: listed at every look (a
+	# worker that did not beat while it waited left the registry)
+	end=$((SECONDS + 5))
+	while [ "$SECONDS" -lt "$end" ]; do
+		is_live worker.1 || { kill -9 "$requester"; echo "worker.1 not listed" >&2; return 1; }
+		sleep 0.2
+	done
+	wait_exit "$dist" 20
+	dist_status=$status
+	kill -9 "$requester"
+	[ "$dist_status" -eq 124 ]
+	run grep "stopped by -W" dist.err
+	assert_success
+	[[ "$output" =~ "stopped by -W: "[0-9]+" replies not sent" ]]
+}
+
+@test "a handler that writes all the time: the worker stays listed while it runs" {
+	bg 60 maro-dist -n worker.1 --raw --on '*:echo:1' \
+		'for i in $(seq 40); do printf "%s " $i; echo $i >> ran; sleep 0.1; done; echo'
+	run maro-peers -e worker=1 -W 10s -q
+	assert_success
+	requests 1
+	bg 60 sh -c 'maro-send -n master -W 30s -f payload < in.cbor > out'
+	send=$BG_PID
+	wait_until 10 test -s ran
+	# 4 s of output every 0.1 s: more than two TTLs (2 s here)
+	while kill -0 "$send" 2> /dev/null && ! has_lines ran 40; do
+		is_live worker.1 || { echo "worker.1 not listed after $(wc -l < ran) lines" >&2; return 1; }
+		sleep 0.2
+	done
+	wait_exit "$send" 20
+	[ "$status" -eq 0 ]
+	# one line, written a piece at a time
+	[ "$(cat out)" = "$(echo $(seq 40)) " ]
+}
+
 @test "stopped by a signal, it acknowledges no request whose reply it did not send" {
 	start_collector
 	gated_worker MARO_WINDOW=1
