@@ -332,6 +332,8 @@ main(int argc, char **argv)
 	maro_opt_parse(&tool, &cm, argc, argv, own, &s);
 	sc->prefix = cm.prefix;
 	s.quiet = cm.quiet;
+	if (s.quiet)
+		s.progress_every = 0;	/* -q says nothing, --progress included: no timer for it */
 	if (sc->in.json_lines && !sc->in.tag)
 		maro_usage_error("--json-lines needs -t TAG");
 	if (sc->async && sc->q.ordered)

@@ -221,6 +221,23 @@ teardown() { default_teardown; }
 # Found moving the tools onto lib/loop: an --async scatter (no reply
 # inbox, so no heartbeat of its own) still woke for a heartbeat that was
 # never renewed, and from a third of the TTL on polled without waiting.
+# Found by a review of the loop: under -q, progress() returned before it
+# set the next line's time, and the loop woke for it at once, again and again.
+@test "maro-scatter -q --progress waiting for a worker sleeps: under 1 s of CPU in 4 s" {
+	local cpu
+	TIMEFORMAT='%3U %3S'
+	echo 0 > rc
+	{ time (seq 3 | maro-scatter -n m -P w -t x -W 4s -q --progress=100ms 2> err || echo "$?" > rc); } 2> cpu
+	run cat rc
+	assert_output 124
+	cpu=$(awk '{ print $1 + $2 }' cpu)
+	echo "$cpu s of CPU" >&3
+	awk -v c="$cpu" 'BEGIN { exit !(c < 1.0) }'
+	# quiet: not a progress line
+	run grep -c "done" err
+	assert_output 0
+}
+
 @test "maro-scatter --async waiting for a worker sleeps: under 1 s of CPU in 5 s" {
 	local cpu
 	# the input stays open; -W 5s ends the wait (124)
