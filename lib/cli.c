@@ -310,6 +310,9 @@ maro_cli_exit_now(int status)
 	_exit(status);
 }
 
+/* The self-pipe: its read end is readable once a signal came (-1, -1: none). */
+static int signal_pipe[2] = { -1, -1 };
+
 static void
 on_signal(int sig)
 {
@@ -319,7 +322,17 @@ on_signal(int sig)
 	/* a blocked request to the registry ends now, not at its timeout */
 	if (maro_abort_fd >= 0)
 		shutdown(maro_abort_fd, SHUT_RDWR);
+	/* a poll about to start, after its caller looked at maro_signal, ends at once */
+	if (signal_pipe[1] >= 0 && write(signal_pipe[1], "", 1) < 0) {
+		/* full: a byte is there already */
+	}
 	errno = err;
+}
+
+int
+maro_cli_signal_fd(void)
+{
+	return signal_pipe[0];
 }
 
 void
@@ -329,8 +342,12 @@ maro_cli_catch_signals(void)
 	struct sigaction sa;
 
 	/* every way out of a tool, return from main and exit() alike */
-	if (!hooked++)
+	if (!hooked++) {
 		atexit(die_of_signal);
+		/* without one, a signal between a look and a poll waits for the poll's end */
+		if (pipe2(signal_pipe, O_NONBLOCK | O_CLOEXEC) < 0)
+			signal_pipe[0] = signal_pipe[1] = -1;
+	}
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = on_signal;
 	sigemptyset(&sa.sa_mask);

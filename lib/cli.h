@@ -81,6 +81,12 @@ enum maro_format maro_cli_format(const char *arg);
  */
 void maro_cli_catch_signals(void);
 int maro_signal_status(void);
+/*
+ * A descriptor that is readable once one of those signals came (a
+ * self-pipe, so that a signal between a look at maro_signal and a poll
+ * ends the poll), or -1 (none, or the signals not caught).
+ */
+int maro_cli_signal_fd(void);
 
 /*
  * Waits until every expectation holds (expect.h), polling the registry;

@@ -116,14 +116,21 @@ maro_loop_wait(struct maro_loop *l)
 {
 	int64_t wake = l->next_beat < l->wake ? l->next_beat : l->wake, now;
 	long ms = -1;
+	int n = l->n, sfd = maro_cli_signal_fd();
 
-	if (l->soon) {
+	/* the signal's pipe last: the tool's slots stay as they were given */
+	if (!l->last_words && sfd >= 0) {
+		if (n == l->cap)
+			grow(l);
+		((zmq_pollitem_t *)l->items)[n++] = (zmq_pollitem_t){ NULL, sfd, ZMQ_POLLIN, 0 };
+	}
+	if (l->soon || (maro_signal && !l->last_words)) {
 		ms = 0;
 	} else if (wake != INT64_MAX) {
 		now = maro_now_us();
 		ms = wake <= now ? 0 : (wake - now + 999) / 1000 > INT_MAX ? INT_MAX : (long)((wake - now + 999) / 1000);
 	}
-	if (maro_poll(l->c, l->items, l->n, ms) < 0 && errno != EINTR)
+	if (maro_poll(l->c, l->items, n, ms) < 0 && errno != EINTR)
 		maro_die(MARO_EXIT_SOFTWARE, "poll: %s", maro_transport_strerror(errno));
 	l->now = maro_now_us();
 }
@@ -172,6 +179,7 @@ maro_loop_until(struct maro_loop *l, int64_t until)
 {
 	l->deadline = until;
 	l->next_beat = INT64_MAX;
+	l->last_words = 1;
 }
 
 int

@@ -41,6 +41,7 @@ struct maro_loop {
 	int64_t wake;		/* this turn's wake-up: the first timer, else the deadline */
 	int64_t next_beat;	/* the heartbeat's; INT64_MAX: the loop does not beat */
 	int soon;		/* this turn polls without waiting */
+	int last_words;		/* after maro_loop_until: a signal no longer ends a wait */
 	void *items;		/* the poll array (the driver's items) */
 	int n, cap;
 };
@@ -73,7 +74,10 @@ void maro_loop_soon(struct maro_loop *l);
 
 /*
  * Waits until an item is ready, the wake-up or the deadline comes, or a
- * signal; then sets l->now.  A poll that fails otherwise dies (70).
+ * signal; then sets l->now.  A signal that came before the wait, even
+ * between the caller's last look and the poll, ends it at once (a
+ * self-pipe, maro_cli_signal_fd), but not after maro_loop_until.  A poll
+ * that fails otherwise dies (70).
  */
 void maro_loop_wait(struct maro_loop *l);
 /* What came for slot at the last wait (MARO_LOOP_IN, OUT, ERR), 0 when nothing. */
@@ -90,8 +94,8 @@ int maro_loop_stop(struct maro_loop *l);
 
 /*
  * The run is ending (a signal came) and has until then for its last words:
- * the deadline is until from now on, whatever -W said, and no heartbeat
- * is due any more.
+ * the deadline is until from now on, whatever -W said, no heartbeat is
+ * due any more, and the signal that came no longer ends a wait.
  */
 void maro_loop_until(struct maro_loop *l, int64_t until);
 

@@ -1,5 +1,6 @@
 /* lib/loop: the poll array grows, readiness per slot, wake-ups, -W, signals. */
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,6 +64,43 @@ test_items(struct maro_loop *l)
 	}
 }
 
+/*
+ * A signal that comes after the tool's last look at maro_signal, before
+ * its poll: a wait without end ends at once (it waited for ever).  After
+ * maro_loop_until, the signal no longer ends the last words' waits.
+ */
+static void
+test_late_signal(struct maro_ctx *c, int fd)
+{
+	struct maro_loop l;
+	struct pollfd pfd;
+	char b[16];
+	int64_t ms;
+
+	maro_cli_catch_signals();
+	CHECK(maro_cli_signal_fd() >= 0);
+	maro_loop_init(&l, c, INT64_MAX, 0);
+	maro_loop_begin(&l);
+	CHECK(maro_loop_fd(&l, fd, MARO_LOOP_IN) == 0);
+	alarm(5);	/* were the wait without end, the unit tests die of SIGALRM */
+	raise(SIGTERM);
+	pfd = (struct pollfd){ maro_cli_signal_fd(), POLLIN, 0 };
+	CHECK(poll(&pfd, 1, 0) == 1);	/* the self-pipe says it, whatever the poll's timeout */
+	ms = timed_wait(&l);
+	CHECK(ms < 1000 && maro_loop_stop(&l) == 143);
+	CHECK(maro_loop_ready(&l, 0) == 0 && l.n == 1);	/* the tool's slots as they were */
+	maro_loop_until(&l, maro_now_us() + 60000);
+	maro_loop_begin(&l);
+	ms = timed_wait(&l);
+	CHECK(ms >= 55 && ms < 1000);
+	alarm(0);
+	maro_signal = 0;
+	signal(SIGTERM, SIG_DFL);
+	while (read(maro_cli_signal_fd(), b, sizeof b) > 0)
+		;
+	maro_loop_free(&l);
+}
+
 static void
 test_wakes(struct maro_ctx *c)
 {
@@ -121,6 +159,7 @@ test_wakes(struct maro_ctx *c)
 	maro_signal = 0;
 	CHECK(maro_loop_signalled(&l) == 0);
 	maro_loop_free(&l);
+	test_late_signal(c, p[0]);
 	close(p[0]);
 	close(p[1]);
 }
