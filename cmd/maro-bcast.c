@@ -55,8 +55,8 @@ struct bcast {
 	int async, quiet, blocking;
 	struct maro_strset waiting;	/* peer names still owing their reply */
 	struct maro_tool_out out;
-	uint64_t delivered, replies, failed;
-	uint64_t no_handler, task_failed;	/* failure replies: said, not written */
+	uint64_t delivered, failed;
+	struct maro_tool_replies replies;
 	char session[128];
 };
 
@@ -169,18 +169,10 @@ take_replies(struct bcast *b)
 			maro_requester_expect(&b->rq, d.msg.session_id, 1);
 			maro_info("ignoring a reply from '%s'", src);
 		} else {
-			char why[512];
-			int k = maro_reply_failure_say(&d.msg, why, sizeof why);
-
 			maro_outbox_settle(b->ob, src, d.msg.session_id);
 			/* a failure reply: said, not written out */
-			if (k)
-				maro_warn("%s", why);
-			else
+			if (maro_tool_reply(&b->replies, &d.msg))
 				maro_tool_out_put(&b->out, d.p, d.n);
-			b->no_handler += k == 2;
-			b->task_failed += k == 1;
-			b->replies++;
 		}
 		maro_inbox_done(b->rq.inbox, &d);
 	}
@@ -225,21 +217,18 @@ read_one(struct maro_buf *in)
 static int
 outcome(struct bcast *b, int status)
 {
-	if (status == MARO_EXIT_OK && b->failed)
-		status = MARO_EXIT_INCOMPLETE;
-	if (b->no_handler && (status == MARO_EXIT_OK || status == MARO_EXIT_INCOMPLETE))
-		status = MARO_EXIT_UNAVAILABLE;
-	else if (b->task_failed && status == MARO_EXIT_OK)
-		status = MARO_EXIT_TASKS_FAILED;
+	if (b->failed)
+		status = maro_status_worse(status, MARO_EXIT_INCOMPLETE);
+	status = maro_tool_replies_status(&b->replies, status);
 	if (status == MARO_EXIT_TIMEOUT || maro_signal) {
 		maro_outbox_foreach_pending(b->ob, say_pending, b);
 		if (b->blocking)
 			maro_strset_foreach(&b->waiting, say_waiting, b);
-		if (status == MARO_EXIT_TIMEOUT && (b->replies || (!b->blocking && b->delivered)))
+		if (status == MARO_EXIT_TIMEOUT && (b->replies.got || (!b->blocking && b->delivered)))
 			status = MARO_EXIT_INCOMPLETE;
 	}
 	maro_info("%llu delivered, %llu replies", (unsigned long long)b->delivered,
-	    (unsigned long long)b->replies);
+	    (unsigned long long)b->replies.got);
 	return status;
 }
 

@@ -292,19 +292,16 @@ outcome(struct scatter *s, int status)
 			maro_warn("%zu of %zu tasks given up", sc->q.nfailed, sc->q.ntasks);
 		status = MARO_EXIT_TASKS_FAILED;
 	}
-	if (s->input_status && (status == MARO_EXIT_OK || status == MARO_EXIT_TASKS_FAILED))
-		status = s->input_status;
+	status = maro_status_worse(status, s->input_status);
 	if (sc->input_error[0])
 		maro_warn("%s", sc->input_error);
 	if (s->failed_w.fd >= 0 && maro_writer_close(&s->failed_w) < 0) {
 		maro_warn("error writing '%s': %s", s->failed_path, strerror(errno));
-		if (status == MARO_EXIT_OK || status == MARO_EXIT_TASKS_FAILED)
-			status = MARO_EXIT_SOFTWARE;
+		status = maro_status_worse(status, MARO_EXIT_SOFTWARE);
 	}
 	if (s->log.fd >= 0 && maro_joblog_close(&s->log) < 0) {
 		maro_warn("error writing '%s': %s", s->log_path, strerror(errno));
-		if (status == MARO_EXIT_OK || status == MARO_EXIT_TASKS_FAILED)
-			status = MARO_EXIT_SOFTWARE;
+		status = maro_status_worse(status, MARO_EXIT_SOFTWARE);
 	}
 	if (sc->skipped)
 		maro_info("%zu tasks done before, in job log '%s', not run again", sc->skipped, s->log_path);

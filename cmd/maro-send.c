@@ -57,8 +57,8 @@ struct sender {
 	int no_wait;		/* best effort: sent once, no acknowledgement awaited */
 	int fail_fast;		/* a name with no live member: 69 at once */
 	struct maro_tool_out out;
-	uint64_t delivered, failed, replies_got, reported;
-	uint64_t no_handler, task_failed;	/* failure replies (maro(7), SESSIONS) */
+	uint64_t delivered, failed, reported;
+	struct maro_tool_replies replies;
 	int refused;		/* a peer refused our connection for want of the group key */
 	struct maro_input in;	/* standard input, or the messages -t and -d built */
 	int input_done, input_status;
@@ -157,23 +157,16 @@ static void
 drain_replies(struct sender *s)
 {
 	struct maro_delivery d;
-	char why[512];
-	int k;
 
 	while (maro_requester_next(&s->t.rq, &d) == 1) {
 		/* a reply proves its request arrived, acknowledged or not */
 		maro_outbox_settle_reply(s->t.ob, &d.msg);
 		/* a failure reply: the task failed, said, not written out */
-		if ((k = maro_reply_failure_say(&d.msg, why, sizeof why)) != 0)
-			maro_warn("%s", why);
-		s->no_handler += k == 2;
-		s->task_failed += k == 1;
-		if (!k)
+		if (maro_tool_reply(&s->replies, &d.msg))
 			maro_tool_out_put(&s->out, d.p, d.n);
 		if (s->out.error)
 			return;
 		maro_inbox_done(s->t.rq.inbox, &d);
-		s->replies_got++;
 	}
 }
 
@@ -287,23 +280,21 @@ outcome(struct sender *s, int status)
 				maro_warn("timed out: %zu not delivered, %zu repl%s missing", undelivered,
 				    missing, missing == 1 ? "y" : "ies");
 			/* replies were awaited: none at all is a timeout, some is incomplete */
-			if (s->t.rq.inbox ? s->replies_got > 0 : s->delivered > 0)
+			if (s->t.rq.inbox ? s->replies.got > 0 : s->delivered > 0)
 				status = MARO_EXIT_INCOMPLETE;
 		} else if (status == MARO_EXIT_OK) {
 			status = MARO_EXIT_INCOMPLETE;
 		}
 	}
 	/* a peer that cannot serve (no handler, not our key) is unavailable; a failure reply, a failed task */
-	if ((s->no_handler || s->refused) && (status == MARO_EXIT_OK || status == MARO_EXIT_INCOMPLETE))
-		status = MARO_EXIT_UNAVAILABLE;
-	else if (s->task_failed && status == MARO_EXIT_OK)
-		status = MARO_EXIT_TASKS_FAILED;
-	if (s->input_status && status == MARO_EXIT_OK)
-		status = s->input_status;
+	status = maro_tool_replies_status(&s->replies, status);
+	if (s->refused)
+		status = maro_status_worse(status, MARO_EXIT_UNAVAILABLE);
+	status = maro_status_worse(status, s->input_status);
 	if (s->input_error[0])
 		maro_warn("%s", s->input_error);
 	maro_info("%llu delivered, %llu resent, %llu replies", (unsigned long long)s->delivered,
-	    (unsigned long long)maro_outbox_resent(s->t.ob), (unsigned long long)s->replies_got);
+	    (unsigned long long)maro_outbox_resent(s->t.ob), (unsigned long long)s->replies.got);
 	return status;
 }
 

@@ -359,6 +359,28 @@ maro_cli_catch_signals(void)
 	maro_io_deadline = &maro_deadline;
 }
 
+/* How bad a status is (maro_status_worse): the higher the worse. */
+static int
+status_rank(int s)
+{
+	switch (s) {
+	case MARO_EXIT_OK:		return 0;
+	case MARO_EXIT_TASKS_FAILED:	return 1;
+	case MARO_EXIT_SOFTWARE:	return 2;
+	case MARO_EXIT_DATAERR:		return 3;
+	case MARO_EXIT_INCOMPLETE:	return 4;
+	case MARO_EXIT_UNAVAILABLE:	return 5;
+	case MARO_EXIT_TIMEOUT:		return 6;
+	default:			return 7;	/* a signal's, the usage error */
+	}
+}
+
+int
+maro_status_worse(int a, int b)
+{
+	return status_rank(b) > status_rank(a) ? b : a;
+}
+
 int
 maro_signal_status(void)
 {

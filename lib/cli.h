@@ -82,6 +82,14 @@ enum maro_format maro_cli_format(const char *arg);
 void maro_cli_catch_signals(void);
 int maro_signal_status(void);
 /*
+ * The one rule for a tool's exit status when several apply: the worse of
+ * a and b, in this order from the worst: a signal's (129, 130, 143) and
+ * the usage error, 124, 69, 1, 65, 70, 3, 0.  A tool starts from its
+ * loop's status and makes it worse with each failure it counted
+ * (maro(7), EXIT STATUS).
+ */
+int maro_status_worse(int a, int b);
+/*
  * A descriptor that is readable once one of those signals came (a
  * self-pipe, so that a signal between a look at maro_signal and a poll
  * ends the poll), or -1 (none, or the signals not caught).

@@ -160,3 +160,19 @@ check() {
 @test "maro-scatter exits with each documented code" { check maro-scatter; }
 @test "maro-send exits with each documented code" { check maro-send; }
 @test "maro-wait-event exits with each documented code" { check maro-wait-event; }
+
+@test "when several codes apply, the worse one leaves (maro(7)): 65 over 3, 69 over 3 and over 1" {
+	bg 60 maro-dist -n js.1 --raw --json-lines --co '*:j:1' cat
+	run -0 maro-peers -e js=1 -W 10s -q
+	# a task failed (its reply is not JSON), then the input breaks: 65
+	run -65 --separate-stderr sh -c '{ maro-msg -t j -p js.1 -d not-json; printf "\377"; } | maro-send -W 10s'
+	[[ $stderr == *"'js.1' failed the task"* ]] || { echo "$stderr"; false; }
+	run -65 --separate-stderr sh -c '{ echo not-json; printf "\377"; } | maro-scatter -P js -t j -W 10s'
+	[[ $stderr == *"'js.1' failed the task"* || $stderr == *"given up"* ]] || { echo "$stderr"; false; }
+	# a task failed, and another peer has no handler for its tag: 69
+	run -69 --separate-stderr sh -c '{ maro-msg -t j -p js.1 -d not-json; maro-msg -t other -p js.1 -d x; } | maro-send -W 10s'
+	[[ $stderr == *"no handler for tag 'other'"* ]] || { echo "$stderr"; false; }
+	# a peer without a handler, and a message never delivered (1 at -W): 69
+	run -69 --separate-stderr sh -c '{ maro-msg -t other -p js.1 -d x; maro-msg -t j -p nobody -d x; } | maro-send -W 2s'
+	[[ $stderr == *"timed out: 1 not delivered"* ]] || { echo "$stderr"; false; }
+}

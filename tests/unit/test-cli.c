@@ -35,6 +35,20 @@ test_cli(void)
 		CHECK(maro_cli_quote(q, 4, "a\xe2\x82\xac", 4) == 1 && !strcmp(q, "a"));
 		CHECK(maro_cli_quote(q, 0, "a", 1) == 0);
 	}
+	{
+		/* the one exit rule: the worse of two, in maro(7)'s order, either way round */
+		static const int order[] = { MARO_EXIT_OK, MARO_EXIT_TASKS_FAILED, MARO_EXIT_SOFTWARE,
+		    MARO_EXIT_DATAERR, MARO_EXIT_INCOMPLETE, MARO_EXIT_UNAVAILABLE, MARO_EXIT_TIMEOUT,
+		    MARO_EXIT_INTERRUPTED };
+		size_t i, j, n = sizeof order / sizeof order[0], bad = 0;
+
+		for (i = 0; i < n; i++)
+			for (j = 0; j < n; j++)
+				bad += maro_status_worse(order[i], order[j]) != order[i > j ? i : j];
+		CHECK(bad == 0);
+		CHECK(maro_status_worse(MARO_EXIT_TERMINATED, MARO_EXIT_TIMEOUT) == MARO_EXIT_TERMINATED);
+		CHECK(maro_status_worse(MARO_EXIT_HANGUP, MARO_EXIT_OK) == MARO_EXIT_HANGUP);
+	}
 	maro_errbuf_set(eb, 0, "untouched");
 	CHECK(strcmp(eb, "cannot ") == 0);
 	CHECK(maro_duration_parse("5", &us) == 0 && us == 5000000);
