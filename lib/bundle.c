@@ -1360,7 +1360,7 @@ ask(struct fetch *f, const char *text, char sid[MARO_UUID_LEN + 1], struct maro_
 static int
 await(struct fetch *f, int64_t deadline, struct maro_delivery *d, struct maro_err *err)
 {
-	zmq_pollitem_t items[64];
+	struct maro_pollitem items[64];
 	struct maro_str e, text;
 	int64_t wake;
 	int n;
@@ -1381,7 +1381,7 @@ await(struct fetch *f, int64_t deadline, struct maro_delivery *d, struct maro_er
 			return fail(err, MARO_BUNDLE_SIGNAL, "stopped by a signal");
 		if (maro_now_us() >= deadline)
 			return fail(err, MARO_BUNDLE_TIMEOUT, "no bundle from '%s' in time", f->server);
-		items[0] = (zmq_pollitem_t){ maro_inbox_pollable(f->rq.inbox), 0, ZMQ_POLLIN, 0 };
+		items[0] = (struct maro_pollitem){ maro_inbox_pollable(f->rq.inbox), 0, MARO_POLLIN, 0 };
 		n = 1 + maro_outbox_pollitems(f->ob, items + 1, 63);
 		wake = maro_outbox_deadline(f->ob);
 		maro_poll(f->c, items, n, maro_wait_ms(wake < deadline ? wake : deadline));

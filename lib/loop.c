@@ -2,7 +2,6 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
-#include <zmq.h>
 
 #include "cli.h"
 #include "loop.h"
@@ -40,7 +39,7 @@ static void
 grow(struct maro_loop *l)
 {
 	int cap = l->cap ? 2 * l->cap : 16;
-	void *p = realloc(l->items, (size_t)cap * sizeof(zmq_pollitem_t));
+	void *p = realloc(l->items, (size_t)cap * sizeof(struct maro_pollitem));
 
 	if (!p)
 		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
@@ -52,13 +51,13 @@ grow(struct maro_loop *l)
 static int
 item(struct maro_loop *l, void *socket, int fd, int events)
 {
-	zmq_pollitem_t *it;
+	struct maro_pollitem *it;
 
 	if (l->n == l->cap)
 		grow(l);
-	it = (zmq_pollitem_t *)l->items + l->n;
-	*it = (zmq_pollitem_t){ socket, fd,
-	    (short)((events & MARO_LOOP_IN ? ZMQ_POLLIN : 0) | (events & MARO_LOOP_OUT ? ZMQ_POLLOUT : 0)), 0 };
+	it = (struct maro_pollitem *)l->items + l->n;
+	*it = (struct maro_pollitem){ socket, fd,
+	    (short)((events & MARO_LOOP_IN ? MARO_POLLIN : 0) | (events & MARO_LOOP_OUT ? MARO_POLLOUT : 0)), 0 };
 	return l->n++;
 }
 
@@ -89,7 +88,7 @@ maro_loop_outbox(struct maro_loop *l, struct maro_outbox *ob)
 	for (;;) {
 		if (l->n == l->cap)
 			grow(l);
-		k = maro_outbox_pollitems(ob, (zmq_pollitem_t *)l->items + l->n, l->cap - l->n);
+		k = maro_outbox_pollitems(ob, (struct maro_pollitem *)l->items + l->n, l->cap - l->n);
 		if (k < l->cap - l->n)
 			break;
 		grow(l);
@@ -122,7 +121,7 @@ maro_loop_wait(struct maro_loop *l)
 	if (!l->last_words && sfd >= 0) {
 		if (n == l->cap)
 			grow(l);
-		((zmq_pollitem_t *)l->items)[n++] = (zmq_pollitem_t){ NULL, sfd, ZMQ_POLLIN, 0 };
+		((struct maro_pollitem *)l->items)[n++] = (struct maro_pollitem){ NULL, sfd, MARO_POLLIN, 0 };
 	}
 	if (l->soon || (maro_signal && !l->last_words)) {
 		ms = 0;
@@ -142,9 +141,9 @@ maro_loop_ready(const struct maro_loop *l, int slot)
 
 	if (slot < 0 || slot >= l->n)
 		return 0;
-	r = ((const zmq_pollitem_t *)l->items)[slot].revents;
-	return (r & ZMQ_POLLIN ? MARO_LOOP_IN : 0) | (r & ZMQ_POLLOUT ? MARO_LOOP_OUT : 0) |
-	    (r & ZMQ_POLLERR ? MARO_LOOP_ERR : 0);
+	r = ((const struct maro_pollitem *)l->items)[slot].revents;
+	return (r & MARO_POLLIN ? MARO_LOOP_IN : 0) | (r & MARO_POLLOUT ? MARO_LOOP_OUT : 0) |
+	    (r & MARO_POLLERR ? MARO_LOOP_ERR : 0);
 }
 
 int

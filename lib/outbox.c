@@ -1077,7 +1077,7 @@ maro_outbox_deadline(const struct maro_outbox *ob)
 }
 
 int
-maro_outbox_pollitems(struct maro_outbox *ob, zmq_pollitem_t *items, int max)
+maro_outbox_pollitems(struct maro_outbox *ob, struct maro_pollitem *items, int max)
 {
 	size_t i;
 	int k = 0;
@@ -1089,7 +1089,7 @@ maro_outbox_pollitems(struct maro_outbox *ob, zmq_pollitem_t *items, int max)
 			continue;
 		items[k].socket = ob->c->driver->handle(d->sock);
 		items[k].fd = 0;
-		items[k].events = ZMQ_POLLIN | (d->next < d->tail ? ZMQ_POLLOUT : 0);
+		items[k].events = MARO_POLLIN | (d->next < d->tail ? MARO_POLLOUT : 0);
 		items[k].revents = 0;
 		k++;
 	}

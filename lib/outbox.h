@@ -20,7 +20,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <zmq.h>
 
 #include "message.h"
 #include "transport.h"
@@ -124,7 +123,7 @@ size_t maro_outbox_settle_reply(struct maro_outbox *ob, const struct maro_msg *r
  */
 void maro_outbox_prompt(struct maro_outbox *ob);
 /* Fills up to max poll items for the sockets that have work; returns how many. */
-int maro_outbox_pollitems(struct maro_outbox *ob, zmq_pollitem_t *items, int max);
+int maro_outbox_pollitems(struct maro_outbox *ob, struct maro_pollitem *items, int max);
 /* Reads acknowledgements, sends, resends, looks stalled peers up again.  0 or -1 (errno). */
 int maro_outbox_run(struct maro_outbox *ob);
 /* When the outbox next wants to run even if no socket is ready (monotonic us), or INT64_MAX. */

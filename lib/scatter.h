@@ -16,7 +16,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <zmq.h>
 
 #include "joblog.h"
 #include "outbox.h"

@@ -769,8 +769,12 @@ zsock_refresh(struct zsock *z)
  * something done to it since may have changed what it can do, or when its
  * fd says commands came.
  */
+/* the driver's events are ZeroMQ's, bit for bit */
+_Static_assert(MARO_POLLIN == ZMQ_POLLIN && MARO_POLLOUT == ZMQ_POLLOUT && MARO_POLLERR == ZMQ_POLLERR &&
+    MARO_POLLPRI == ZMQ_POLLPRI, "MARO_POLL* are ZMQ_POLL*");
+
 static int
-zmq_poll_items(zmq_pollitem_t *items, int n, long timeout_ms)
+zmq_poll_items(struct maro_pollitem *items, int n, long timeout_ms)
 {
 	/* kept from call to call: a tool polls from its main thread only */
 	static struct pollfd *pfd;
@@ -870,7 +874,7 @@ const struct maro_driver maro_driver_zmq = {
 };
 
 int
-maro_poll(struct maro_ctx *c, zmq_pollitem_t *items, int n, long timeout_ms)
+maro_poll(struct maro_ctx *c, struct maro_pollitem *items, int n, long timeout_ms)
 {
 	return c->driver->poll(items, n, timeout_ms);
 }

@@ -19,7 +19,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <zmq.h>
 
 #include "cborseq.h"
 #include "curve.h"
@@ -122,8 +121,28 @@ void maro_ctx_abandon(struct maro_ctx *c);
 unsigned long maro_ctx_rejected(struct maro_ctx *c, char *addr, size_t addrlen);
 
 /*
- * The protocol driver: bind, connect, send and receive frames.  Sockets are
- * opaque; handle() is what a zmq_pollitem_t for maro_poll holds.
+ * An item of maro_poll: a driver's socket (handle()) or, with socket NULL,
+ * a descriptor; events and revents are MARO_POLL* bits.
+ */
+struct maro_pollitem {
+	void *socket;
+	int fd;
+	short events;
+	short revents;
+};
+enum {
+	MARO_POLLIN = 1,	/* a frame to receive; a descriptor readable */
+	MARO_POLLOUT = 2,	/* room to send; a descriptor writable */
+	MARO_POLLERR = 4,	/* a descriptor's error or hang-up */
+	MARO_POLLPRI = 8,
+};
+
+/*
+ * The protocol driver: bind, connect, send and receive frames, and poll
+ * its sockets beside plain descriptors.  Sockets are opaque; handle() is
+ * what a maro_pollitem's socket holds.  Nothing above lib/transport names
+ * the driver's own types: a second driver fills this table (maro(7),
+ * WIRE PROTOCOL).
  */
 struct maro_driver {
 	const char *name;
@@ -157,7 +176,7 @@ struct maro_driver {
 	 * handshake succeeds, when descriptors allow (two more); NULL: never.
 	 */
 	int (*handshake)(void *sock);
-	int (*poll)(zmq_pollitem_t *items, int n, long timeout_ms);
+	int (*poll)(struct maro_pollitem *items, int n, long timeout_ms);
 };
 
 /* What a handshake watch tells (driver->handshake), the latest news first. */
@@ -172,15 +191,15 @@ enum maro_handshake {
 extern const struct maro_driver maro_driver_zmq;
 
 /*
- * zmq_poll(3) for the driver's sockets (items[i].socket from handle(), such
+ * poll(2) for the driver's sockets (items[i].socket from handle(), such
  * as maro_inbox_pollable() and maro_outbox_pollitems() give) and plain
- * descriptors (socket NULL, fd).  A socket's ZMQ_POLLIN may be reported
+ * descriptors (socket NULL, fd).  A socket's MARO_POLLIN may be reported
  * before its receive finds the message already taken: receive until it says
  * none, as with zmq_poll.  timeout_ms: -1 for none; any other negative is 0
  * (a deadline already past; maro_wait_ms() gives the right one).  Returns
  * how many items are ready, or -1 (errno).
  */
-int maro_poll(struct maro_ctx *c, zmq_pollitem_t *items, int n, long timeout_ms);
+int maro_poll(struct maro_ctx *c, struct maro_pollitem *items, int n, long timeout_ms);
 /* The text of err, the transport's own errors (ZeroMQ's) among them. */
 const char *maro_transport_strerror(int err);
 /*

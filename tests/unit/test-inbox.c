@@ -73,7 +73,7 @@ take_all(struct maro_ctx *c, struct maro_inbox *ib, int want)
 	int got = 0;
 
 	while (got < want && maro_now_us() < until) {
-		zmq_pollitem_t it = { maro_inbox_pollable(ib), 0, ZMQ_POLLIN, 0 };
+		struct maro_pollitem it = { maro_inbox_pollable(ib), 0, MARO_POLLIN, 0 };
 
 		while (maro_inbox_next(ib, &d) == 1) {
 			maro_inbox_done(ib, &d);

@@ -5,6 +5,7 @@
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
+#include <zmq.h>
 
 #include "cli.h"
 #include "transport.h"
@@ -24,7 +25,7 @@ frame(const char *s, size_t *n)
 
 /* Polls (no wait) until item k reports POLLIN or 3 s pass; the polls it took, or -1. */
 static int
-poll_until(struct maro_ctx *c, zmq_pollitem_t *items, int n, int k)
+poll_until(struct maro_ctx *c, struct maro_pollitem *items, int n, int k)
 {
 	int64_t until = maro_now_us() + 3000000;
 	int polls = 0;
@@ -33,7 +34,7 @@ poll_until(struct maro_ctx *c, zmq_pollitem_t *items, int n, int k)
 		polls++;
 		if (maro_poll(c, items, n, 0) < 0)
 			return -1;
-		if (items[k].revents & ZMQ_POLLIN)
+		if (items[k].revents & MARO_POLLIN)
 			return polls;
 	}
 	return -1;
@@ -50,7 +51,7 @@ test_poll(struct maro_ctx *c)
 	char who[256];
 	size_t wholen;
 	int fds[2];
-	zmq_pollitem_t it[3];
+	struct maro_pollitem it[3];
 	int64_t t0;
 
 	CHECK(in != NULL);
@@ -61,7 +62,7 @@ test_poll(struct maro_ctx *c)
 	CHECK(a && b);
 
 	/* nothing yet: no item ready, and a wait runs out its time */
-	it[0] = (zmq_pollitem_t){ dr->handle(in), 0, ZMQ_POLLIN, 0 };
+	it[0] = (struct maro_pollitem){ dr->handle(in), 0, MARO_POLLIN, 0 };
 	CHECK(dr->recv(in, &from, &fromlen, &p, &n) == 0);
 	CHECK(maro_poll(c, it, 1, 0) == 0 && it[0].revents == 0);
 	t0 = maro_now_us();
@@ -71,7 +72,7 @@ test_poll(struct maro_ctx *c)
 	/* a frame sent to an inbox whose last receive found none: its fd says so */
 	CHECK(dr->send(a, NULL, 0, "one", 3) == 0);
 	t0 = maro_now_us();
-	CHECK(maro_poll(c, it, 1, 3000) == 1 && (it[0].revents & ZMQ_POLLIN));
+	CHECK(maro_poll(c, it, 1, 3000) == 1 && (it[0].revents & MARO_POLLIN));
 	CHECK(maro_now_us() - t0 < 2000000);
 	CHECK(dr->recv(in, &from, &fromlen, &p, &n) == 1 && n == 3 && !memcmp(p, "one", 3));
 	CHECK(fromlen > 0 && fromlen <= sizeof who);
@@ -80,7 +81,7 @@ test_poll(struct maro_ctx *c)
 	CHECK(dr->recv(in, &from, &fromlen, &p, &n) == 0);
 
 	/* the reply way: the outbox socket hears from the inbox */
-	it[1] = (zmq_pollitem_t){ dr->handle(a), 0, ZMQ_POLLIN, 0 };
+	it[1] = (struct maro_pollitem){ dr->handle(a), 0, MARO_POLLIN, 0 };
 	CHECK(dr->recv(a, NULL, NULL, &p, &n) == 0);
 	p = frame("back", &n);
 	CHECK(dr->send(in, who, wholen, p, n) == 0);
@@ -100,7 +101,7 @@ test_poll(struct maro_ctx *c)
 	p = frame("to-a", &n);
 	CHECK(dr->send(in, who, wholen, p, n) == 0);
 	CHECK(poll_until(c, it, 2, 1) > 0);
-	CHECK(it[0].revents & ZMQ_POLLIN);
+	CHECK(it[0].revents & MARO_POLLIN);
 	CHECK(dr->recv(a, NULL, NULL, &p, &n) == 1 && n == 4 && !memcmp(p, "to-a", 4));
 	CHECK(dr->recv(in, &from, &fromlen, &p, &n) == 1 && n == 1 && p && !memcmp(p, "x", 1));
 	CHECK(dr->recv(in, &from, &fromlen, &p, &n) == 1 && n == 1 && p && !memcmp(p, "y", 1));
@@ -108,10 +109,10 @@ test_poll(struct maro_ctx *c)
 
 	/* plain descriptors, with and without sockets */
 	CHECK(pipe(fds) == 0);
-	it[2] = (zmq_pollitem_t){ NULL, fds[0], ZMQ_POLLIN, 0 };
+	it[2] = (struct maro_pollitem){ NULL, fds[0], MARO_POLLIN, 0 };
 	CHECK(maro_poll(c, it + 2, 1, 0) == 0);
 	CHECK(write(fds[1], "z", 1) == 1);
-	CHECK(maro_poll(c, it, 3, 1000) == 1 && it[2].revents == ZMQ_POLLIN && !it[0].revents && !it[1].revents);
+	CHECK(maro_poll(c, it, 3, 1000) == 1 && it[2].revents == MARO_POLLIN && !it[0].revents && !it[1].revents);
 	close(fds[1]);
 	CHECK(read(fds[0], who, 1) == 1);
 	/* the writer gone: the reader hears of it */
@@ -119,8 +120,8 @@ test_poll(struct maro_ctx *c)
 	close(fds[0]);
 
 	/* a socket asked only for POLLOUT: a connected outbox can send */
-	it[0] = (zmq_pollitem_t){ dr->handle(b), 0, ZMQ_POLLOUT, 0 };
-	CHECK(maro_poll(c, it, 1, 1000) == 1 && it[0].revents == ZMQ_POLLOUT);
+	it[0] = (struct maro_pollitem){ dr->handle(b), 0, MARO_POLLOUT, 0 };
+	CHECK(maro_poll(c, it, 1, 1000) == 1 && it[0].revents == MARO_POLLOUT);
 
 	dr->close(a, 0);
 	dr->close(b, 0);
