@@ -42,6 +42,23 @@ $MARO_TOP/tests/lint/pitfalls.txt:15: a negated command never fails a test here:
 	assert_output ''
 }
 
+@test "layers: README's map of lib/ as it is agrees with the includes, exit 0" {
+	run -0 sh "$MARO_TOP/scripts/layers" "$MARO_TOP/lib" "$MARO_TOP/README.md"
+	assert_output ''
+}
+
+@test "layers: a map that puts a module above one it includes, or leaves one out, is named, exit 1" {
+	# the registry's row above the transport's (transport.h includes
+	# registry.h), and the bundle's row gone
+	awk '/^    transport / { t = $0; next } /^    registry / { print; print t; next }
+	    !/^    bundle / { print }' "$MARO_TOP/README.md" > "$BATS_TEST_TMPDIR/README.md"
+	run -1 sh "$MARO_TOP/scripts/layers" "$MARO_TOP/lib" "$BATS_TEST_TMPDIR/README.md"
+	assert_line "README.md: transport includes registry, which the map puts above it"
+	assert_line "README.md: bundle is in no row of the map of lib/"
+	assert_line "README.md: manifest is in no row of the map of lib/"
+	run -2 sh "$MARO_TOP/scripts/layers" "$MARO_TOP/lib" "$BATS_TEST_TMPDIR/no-such-map"
+}
+
 @test "layers: a cycle, and a module below the front end that prints, are named, exit 1" {
 	cp -r "$MARO_TOP/lib" "$BATS_TEST_TMPDIR/lib"
 	# the clock, at the bottom, calling up into cli: the cycle cli -> clock -> cli
