@@ -82,19 +82,24 @@ maro_now_us(void)
 int64_t maro_deadline = INT64_MAX;
 
 long
-maro_wait_ms(int64_t wake)
+maro_ms_until(int64_t wake)
 {
 	int64_t now, ms;
 
-	if (maro_deadline < wake)
-		wake = maro_deadline;
 	if (wake == INT64_MAX)
 		return -1;
 	now = maro_now_us();
 	if (wake <= now)
 		return 0;
+	/* rounded up: a poll that ends a little early would wake again for nothing */
 	ms = (wake - now + 999) / 1000;
 	return ms > INT_MAX ? INT_MAX : (long)ms;
+}
+
+long
+maro_wait_ms(int64_t wake)
+{
+	return maro_ms_until(maro_deadline < wake ? maro_deadline : wake);
 }
 
 int64_t

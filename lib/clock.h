@@ -37,6 +37,8 @@ extern int64_t maro_deadline;
  * timeout) only when neither is set.  Never another negative value.
  */
 long maro_wait_ms(int64_t wake);
+/* As maro_wait_ms, until wake alone (maro_deadline aside): -1 for INT64_MAX. */
+long maro_ms_until(int64_t wake);
 /*
  * How long a blocking call may take: cap (us), or less when maro_deadline
  * is nearer, but at least floor (us), so that the last words of a run (such

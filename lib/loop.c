@@ -1,6 +1,5 @@
 /* loop: the one event loop of the tools (loop.h). */
 #include <errno.h>
-#include <limits.h>
 #include <stdlib.h>
 
 #include "cli.h"
@@ -55,7 +54,7 @@ item(struct maro_loop *l, void *socket, int fd, int events)
 
 	if (l->n == l->cap)
 		grow(l);
-	it = (struct maro_pollitem *)l->items + l->n;
+	it = l->items + l->n;
 	*it = (struct maro_pollitem){ socket, fd,
 	    (short)((events & MARO_LOOP_IN ? MARO_POLLIN : 0) | (events & MARO_LOOP_OUT ? MARO_POLLOUT : 0)), 0 };
 	return l->n++;
@@ -88,7 +87,7 @@ maro_loop_outbox(struct maro_loop *l, struct maro_outbox *ob)
 	for (;;) {
 		if (l->n == l->cap)
 			grow(l);
-		k = maro_outbox_pollitems(ob, (struct maro_pollitem *)l->items + l->n, l->cap - l->n);
+		k = maro_outbox_pollitems(ob, l->items + l->n, l->cap - l->n);
 		if (k < l->cap - l->n)
 			break;
 		grow(l);
@@ -113,22 +112,18 @@ maro_loop_soon(struct maro_loop *l)
 void
 maro_loop_wait(struct maro_loop *l)
 {
-	int64_t wake = l->next_beat < l->wake ? l->next_beat : l->wake, now;
-	long ms = -1;
+	int64_t wake = l->next_beat < l->wake ? l->next_beat : l->wake;
+	long ms;
 	int n = l->n, sfd = maro_cli_signal_fd();
 
 	/* the signal's pipe last: the tool's slots stay as they were given */
 	if (!l->last_words && sfd >= 0) {
 		if (n == l->cap)
 			grow(l);
-		((struct maro_pollitem *)l->items)[n++] = (struct maro_pollitem){ NULL, sfd, MARO_POLLIN, 0 };
+		l->items[n++] = (struct maro_pollitem){ NULL, sfd, MARO_POLLIN, 0 };
 	}
-	if (l->soon || (maro_signal && !l->last_words)) {
-		ms = 0;
-	} else if (wake != INT64_MAX) {
-		now = maro_now_us();
-		ms = wake <= now ? 0 : (wake - now + 999) / 1000 > INT_MAX ? INT_MAX : (long)((wake - now + 999) / 1000);
-	}
+	/* the loop's own deadline, not maro_deadline: a run's last words may outlast -W */
+	ms = l->soon || (maro_signal && !l->last_words) ? 0 : maro_ms_until(wake);
 	if (maro_poll(l->c, l->items, n, ms) < 0 && errno != EINTR)
 		maro_die(MARO_EXIT_SOFTWARE, "poll: %s", maro_transport_strerror(errno));
 	l->now = maro_now_us();
@@ -141,7 +136,7 @@ maro_loop_ready(const struct maro_loop *l, int slot)
 
 	if (slot < 0 || slot >= l->n)
 		return 0;
-	r = ((const struct maro_pollitem *)l->items)[slot].revents;
+	r = l->items[slot].revents;
 	return (r & MARO_POLLIN ? MARO_LOOP_IN : 0) | (r & MARO_POLLOUT ? MARO_LOOP_OUT : 0) |
 	    (r & MARO_POLLERR ? MARO_LOOP_ERR : 0);
 }

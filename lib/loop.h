@@ -42,7 +42,7 @@ struct maro_loop {
 	int64_t next_beat;	/* the heartbeat's; INT64_MAX: the loop does not beat */
 	int soon;		/* this turn polls without waiting */
 	int last_words;		/* after maro_loop_until: a signal no longer ends a wait */
-	void *items;		/* the poll array (the driver's items) */
+	struct maro_pollitem *items;	/* the poll array */
 	int n, cap;
 };
 
