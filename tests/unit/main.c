@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "registry.h"
+#include "transport.h"
 #include "unit.h"
 
 int unit_passed, unit_failed;
@@ -112,6 +113,42 @@ lock_file(const char *file, const char *name)
 		;
 	close(fd);
 	return 0;
+}
+
+struct maro_ctx *
+unit_ctx_open(const char *who, char *dir, size_t len, const char *transport)
+{
+	char url[600], err[512];
+	struct maro_ctx_opts o = { 0 };
+	struct maro_ctx *c;
+
+	snprintf(dir, len, "/tmp/maro-unit.XXXXXX");
+	if (!mkdtemp(dir)) {
+		CHECK(!"mkdtemp");
+		return NULL;
+	}
+	snprintf(url, sizeof url, "dir:%s", dir);
+	o.registry_url = url;
+	o.group = "unit";
+	o.transport = transport;
+	o.keyfile = "";
+	if (transport)
+		setenv("MARO_INSECURE_TCP", "1", 1);	/* loopback TCP on dir: without a key */
+	c = maro_ctx_open(&o, err, sizeof err);
+	CHECK(c != NULL);
+	if (!c) {
+		fprintf(stderr, "%s: %s\n", who, err);
+		unit_rm_rf(dir);
+	}
+	return c;
+}
+
+void
+unit_ctx_close(struct maro_ctx *c, const char *dir)
+{
+	if (c)
+		maro_ctx_close(c);
+	unit_rm_rf(dir);
 }
 
 int

@@ -270,32 +270,13 @@ test_trim(struct maro_ctx *c)
 void
 test_inbox(void)
 {
-	char dir[] = "/tmp/maro-unit.XXXXXX", url[600], cmd[700];
-	struct maro_ctx_opts o = { 0 };
-	struct maro_ctx *c;
-	char err[512];
+	char dir[64];
+	struct maro_ctx *c = unit_ctx_open("inbox", dir, sizeof dir, "tcp");
 
-	if (!mkdtemp(dir)) {
-		CHECK(!"mkdtemp");
+	if (!c)
 		return;
-	}
-	snprintf(url, sizeof url, "dir:%s", dir);
-	o.registry_url = url;
-	o.group = "unit";
-	o.transport = "tcp";
-	o.keyfile = "";
-	setenv("MARO_INSECURE_TCP", "1", 1);	/* loopback TCP on dir: without a key */
-	c = maro_ctx_open(&o, err, sizeof err);
-	CHECK(c != NULL);
-	if (c) {
-		test_held(c);
-		test_settle_at(c);
-		test_trim(c);
-		maro_ctx_close(c);
-	} else {
-		fprintf(stderr, "inbox: %s\n", err);
-	}
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "cannot remove '%s'\n", dir);
+	test_held(c);
+	test_settle_at(c);
+	test_trim(c);
+	unit_ctx_close(c, dir);
 }

@@ -167,30 +167,16 @@ test_wakes(struct maro_ctx *c)
 void
 test_loop(void)
 {
-	char dir[] = "/tmp/maro-unit.XXXXXX", url[600], err[512];
-	struct maro_ctx_opts o = { 0 };
-	struct maro_ctx *c;
+	char dir[64];
+	struct maro_ctx *c = unit_ctx_open("loop", dir, sizeof dir, NULL);
 	struct maro_loop l;
 
-	if (!mkdtemp(dir)) {
-		CHECK(!"mkdtemp");
+	if (!c)
 		return;
-	}
-	snprintf(url, sizeof url, "dir:%s", dir);
-	o.registry_url = url;
-	o.group = "unit";
-	o.keyfile = "";
-	c = maro_ctx_open(&o, err, sizeof err);
-	CHECK(c != NULL);
-	if (c) {
-		maro_loop_init(&l, c, INT64_MAX, 0);
-		test_items(&l);
-		maro_loop_free(&l);
-		CHECK(l.items == NULL && l.cap == 0);
-		test_wakes(c);
-		maro_ctx_close(c);
-	} else {
-		fprintf(stderr, "loop: %s\n", err);
-	}
-	unit_rm_rf(dir);
+	maro_loop_init(&l, c, INT64_MAX, 0);
+	test_items(&l);
+	maro_loop_free(&l);
+	CHECK(l.items == NULL && l.cap == 0);
+	test_wakes(c);
+	unit_ctx_close(c, dir);
 }

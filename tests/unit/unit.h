@@ -14,6 +14,17 @@ extern int unit_passed, unit_failed;
 /* rm -rf DIR, for what a test made under /tmp (test-registry.c) */
 void unit_rm_rf(const char *dir);
 
+struct maro_ctx;
+/*
+ * A context for a module's tests: a fresh dir: registry under /tmp (its
+ * path written to dir, len bytes), group "unit", no group key; transport
+ * "tcp" (loopback TCP, allowed without a key) or NULL (ipc).  NULL,
+ * checked and said with who asked, when it cannot be opened.
+ */
+struct maro_ctx *unit_ctx_open(const char *who, char *dir, size_t len, const char *transport);
+/* Closes c (NULL: nothing) and removes its registry dir. */
+void unit_ctx_close(struct maro_ctx *c, const char *dir);
+
 /* One function per module; main.c calls each. */
 void test_cborseq(void);
 void test_message(void);
