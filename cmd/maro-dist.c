@@ -391,13 +391,13 @@ main(int argc, char **argv)
 
 		while (d.hold.n < MAX_HELD && maro_inbox_next(d.x.ib, &dl) == 1) {
 			if (d.serve && maro_str_eq(dl.msg.tag, MARO_BUNDLE_TAG)) {
-				if (maro_handler_bundle(&d.x, &d.srv, &dl) < 0 && !maro_signal)
+				if (maro_handler_bundle(&d.x, &d.srv, &dl) < 0 && !maro_loop_stop(&d.loop))
 					maro_die(MARO_EXIT_SOFTWARE, "out of memory");
 				continue;
 			}
 			/* no handler will ever take it: say so now, not at the sender's -W */
 			if (maro_handler_set_untaken(&d.hs, &dl.msg)) {
-				if (maro_handler_no_handler(&d.x, &dl) < 0 && !maro_signal)
+				if (maro_handler_no_handler(&d.x, &dl) < 0 && !maro_loop_stop(&d.loop))
 					maro_die(MARO_EXIT_SOFTWARE, "out of memory");
 				continue;
 			}
@@ -431,7 +431,8 @@ main(int argc, char **argv)
 		maro_outbox_run(d.x.ob);
 		/* held a little, so that acks share frames (answered tasks need none) */
 		maro_inbox_flush_due(d.x.ib);
-		if (stop && maro_outbox_pending(d.x.ob) == 0)
+		/* replies a -W left unsent: the status says so (below), not 0 */
+		if (stop && maro_outbox_pending(d.x.ob) == 0 && !d.x.unsent)
 			break;
 		if ((k = maro_loop_stop(&d.loop)) != 0) {
 			status = k == MARO_EXIT_TIMEOUT && stop ? MARO_EXIT_INCOMPLETE : k;

@@ -153,8 +153,8 @@ int maro_handler_run(struct maro_handler_host *x, struct maro_handler *h, const 
 /*
  * Answers the task request of dl, which no handler will ever take, with
  * the "no handler" failure reply (reply.h), and acknowledges it.  0, or
- * -1 when it could not be queued (a signal, ENOMEM): then it stays
- * unacknowledged.
+ * -1 when it could not be queued (a signal, -W while it waited for room,
+ * ENOMEM): then it stays unacknowledged.
  */
 int maro_handler_no_handler(struct maro_handler_host *x, const struct maro_delivery *dl);
 /*

@@ -371,6 +371,26 @@ has_reply_inbox() { [ -n "$(reply_endpoint "$1")" ]; }
 	[[ "$output" =~ "stopped by -W: "[0-9]+" replies not sent" ]]
 }
 
+@test "'no handler' replies waiting for room when -W comes: 124 and one line counts them (not 70)" {
+	start_collector
+	bg 60 env MARO_WINDOW=1 maro-dist -n worker.1 -v -W 5s --on '*:other:1' true 2> dist.err
+	dist=$BG_PID
+	run maro-peers -e worker=1 -e collector=1 -W 10s -q
+	assert_success
+	# the replies go to a named inbox that takes nothing: one fills the window
+	kill -STOP "$collector"
+	requests 20 collector
+	bg 60 sh -c 'maro-send -W 30s < in.cbor > /dev/null 2>&1'
+	send=$BG_PID
+	wait_exit "$dist" 20
+	dist_status=$status
+	kill -9 "$collector"
+	[ "$dist_status" -eq 124 ] || { cat dist.err; false; }
+	run grep -c "out of memory" dist.err
+	assert_output 0
+	grep -q "stopped by -W: [0-9]* replies not sent" dist.err
+}
+
 @test "a handler that writes all the time: the worker stays listed while it runs" {
 	bg 60 maro-dist -n worker.1 --raw --on '*:echo:1' \
 		'for i in $(seq 40); do printf "%s " $i; echo $i >> ran; sleep 0.1; done; echo'
