@@ -312,6 +312,7 @@ maro_cli_exit_now(int status)
 
 /* The self-pipe: its read end is readable once a signal came (-1, -1: none). */
 static int signal_pipe[2] = { -1, -1 };
+static pid_t signal_pipe_pid;	/* the process that made it: a child before its exec writes nothing */
 
 static void
 on_signal(int sig)
@@ -323,7 +324,7 @@ on_signal(int sig)
 	if (maro_abort_fd >= 0)
 		shutdown(maro_abort_fd, SHUT_RDWR);
 	/* a poll about to start, after its caller looked at maro_signal, ends at once */
-	if (signal_pipe[1] >= 0 && write(signal_pipe[1], "", 1) < 0) {
+	if (signal_pipe[1] >= 0 && getpid() == signal_pipe_pid && write(signal_pipe[1], "", 1) < 0) {
 		/* full: a byte is there already */
 	}
 	errno = err;
@@ -347,6 +348,7 @@ maro_cli_catch_signals(void)
 		/* without one, a signal between a look and a poll waits for the poll's end */
 		if (pipe2(signal_pipe, O_NONBLOCK | O_CLOEXEC) < 0)
 			signal_pipe[0] = signal_pipe[1] = -1;
+		signal_pipe_pid = getpid();
 	}
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = on_signal;

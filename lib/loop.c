@@ -1,6 +1,7 @@
 /* loop: the one event loop of the tools (loop.h). */
 #include <errno.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "loop.h"
@@ -126,6 +127,13 @@ maro_loop_wait(struct maro_loop *l)
 	ms = l->soon || (maro_signal && !l->last_words) ? 0 : maro_ms_until(wake);
 	if (maro_poll(l->c, l->items, n, ms) < 0 && errno != EINTR)
 		maro_die(MARO_EXIT_SOFTWARE, "poll: %s", maro_transport_strerror(errno));
+	/* a byte without a signal (never expected): read, or every wait would end at once */
+	if (n > l->n && l->items[l->n].revents && !maro_signal) {
+		char b[16];
+
+		while (read(sfd, b, sizeof b) > 0)
+			;
+	}
 	l->now = maro_now_us();
 }
 
