@@ -217,9 +217,6 @@ read_one(struct maro_buf *in)
 static int
 outcome(struct bcast *b, int status)
 {
-	if (b->failed)
-		status = maro_status_worse(status, MARO_EXIT_INCOMPLETE);
-	status = maro_tool_replies_status(&b->replies, status);
 	if (status == MARO_EXIT_TIMEOUT || maro_signal) {
 		maro_outbox_foreach_pending(b->ob, say_pending, b);
 		if (b->blocking)
@@ -227,6 +224,10 @@ outcome(struct bcast *b, int status)
 		if (status == MARO_EXIT_TIMEOUT && (b->replies.got || (!b->blocking && b->delivered)))
 			status = MARO_EXIT_INCOMPLETE;
 	}
+	/* then what failed, by the one rule: as maro-send */
+	if (b->failed)
+		status = maro_status_worse(status, MARO_EXIT_INCOMPLETE);
+	status = maro_tool_replies_status(&b->replies, status);
 	maro_info("%llu delivered, %llu replies", (unsigned long long)b->delivered,
 	    (unsigned long long)b->replies.got);
 	return status;

@@ -84,9 +84,9 @@ int maro_signal_status(void);
 /*
  * The one rule for a tool's exit status when several apply: the worse of
  * a and b, in this order from the worst: a signal's (129, 130, 143) and
- * the usage error, 124, 69, 1, 65, 70, 3, 0.  A tool starts from its
- * loop's status and makes it worse with each failure it counted
- * (maro(7), EXIT STATUS).
+ * the usage error (and any status not named here), 124, 69, 1, 65, 70,
+ * 3, 0.  A tool starts from its loop's status and makes it worse with
+ * each failure it counted (maro(7), EXIT STATUS).
  */
 int maro_status_worse(int a, int b);
 /*

@@ -175,4 +175,12 @@ check() {
 	# a peer without a handler, and a message never delivered (1 at -W): 69
 	run -69 --separate-stderr sh -c '{ maro-msg -t other -p js.1 -d x; maro-msg -t j -p nobody -d x; } | maro-send -W 2s'
 	[[ $stderr == *"timed out: 1 not delivered"* ]] || { echo "$stderr"; false; }
+	# maro-bcast the same: one peer answers, one has no handler, one never answers (1 at -W): 69
+	bg 60 maro-dist -n jb.1 --raw --co '*:j:1' cat
+	bg 60 maro-dist -n jb.2 --on '*:other:1' true
+	bg 60 maro-dist -n jb.3 --raw --co '*:j:1' 'cat > /dev/null'
+	run -0 maro-peers -e jb=3 -W 10s -q
+	run -69 --separate-stderr maro-bcast -P jb -t j -d x -W 2s -f payload
+	assert_output x
+	[[ $stderr == *"'jb.2' has no handler for tag 'j'"* && $stderr == *"jb.3"* ]] || { echo "$stderr"; false; }
 }
