@@ -49,13 +49,17 @@ $MARO_TOP/tests/lint/pitfalls.txt:15: a negated command never fails a test here:
 
 @test "layers: a map that puts a module above one it includes, or leaves one out, is named, exit 1" {
 	# the registry's row above the transport's (transport.h includes
-	# registry.h), and the bundle's row gone
+	# registry.h), the bundle's row gone, format in two rows and a module
+	# that does not exist
 	awk '/^    transport / { t = $0; next } /^    registry / { print; print t; next }
+	    /^    format / { print; print "    format nosuch   twice"; next }
 	    !/^    bundle / { print }' "$MARO_TOP/README.md" > "$BATS_TEST_TMPDIR/README.md"
 	run -1 sh "$MARO_TOP/scripts/layers" "$MARO_TOP/lib" "$BATS_TEST_TMPDIR/README.md"
 	assert_line "README.md: transport includes registry, which the map puts above it"
 	assert_line "README.md: bundle is in no row of the map of lib/"
 	assert_line "README.md: manifest is in no row of the map of lib/"
+	assert_line "README.md: format is in two rows of the map of lib/"
+	assert_line "README.md: nosuch in the map of lib/ is no module of lib/"
 	run -2 sh "$MARO_TOP/scripts/layers" "$MARO_TOP/lib" "$BATS_TEST_TMPDIR/no-such-map"
 }
 
