@@ -55,6 +55,8 @@
 #define LOCK_WAIT_MS 60000
 /* a live entry is touched every second or so: older files are worth a look */
 #define SWEEP_AGE_S 3
+/* how long the last member to leave waits for the group's lock to remove it */
+#define LEAVE_WAIT_MS 500
 /* a heartbeat rewrites the entry (its load and memory figures) this often; else it touches it */
 #define REWRITE_MS 20000
 /* changed counters (stats) are written at most this often: they matter less than the lock */
@@ -263,21 +265,33 @@ group_empty(struct dir *d)
 
 /*
  * The last member to leave removes the group's directory, under the whole
- * of .lock (one try), so that a mistyped or finished group leaves nothing.
- * A registrant that opened it before cannot have written in it meanwhile
- * (it needs a name's lock) and finds out after (put: stale); an inbox's
- * socket bound in it meanwhile makes the rmdir fail and the directory
- * stays, without .lock, which the next registrant makes anew.
+ * of .lock, so that a mistyped or finished group leaves nothing.  The lock
+ * is waited for, up to LEAVE_WAIT_MS: two members that leave at once each
+ * find the other's files while it holds the lock, and with one try each
+ * both gave up and left the directory.  A registrant that opened it
+ * before cannot have written in it meanwhile (it needs a name's lock) and
+ * finds out after (put: stale); an inbox's socket bound in it meanwhile
+ * makes the rmdir fail and the directory stays, without .lock, which the
+ * next registrant makes anew.
  */
 static void
 remove_if_empty(struct maro_registry *r)
 {
 	struct dir *d = D(r);
-
 	struct stat a, b;
+	int waited = 0;
 
-	if (lock_fd(r) < 0 || try_range(d, 0, 0) < 0)
+	if (lock_fd(r) < 0)
 		return;
+	while (try_range(d, 0, 0) < 0) {
+		/* held for a put, a sweep or another leaver's look: each takes a moment */
+		struct timespec ts = { 0, 5000000 };
+
+		if (waited >= LEAVE_WAIT_MS || (errno != EAGAIN && errno != EACCES && errno != EINTR))
+			return;
+		nanosleep(&ts, NULL);
+		waited += 5;
+	}
 	/* the directory at its path is still the one this handle opened (rmdir goes by path) */
 	if (fstat(d->dfd, &a) == 0 && a.st_nlink > 0 && stat(d->path, &b) == 0 &&
 	    a.st_dev == b.st_dev && a.st_ino == b.st_ino && group_empty(d)) {
@@ -388,10 +402,13 @@ range_holder(struct dir *d, off_t start, off_t len)
  * each other, and the sweep (which locks the whole file) excludes them
  * all.  Tried again after a growing, randomized pause (only registrants of
  * one name, or a sweep, contend); given up at -W (LOCK_WAIT_MS without
- * it), or at once when the process holding it is stopped.
+ * it), or at once when the process holding it is stopped.  A member that
+ * leaves (leaving) waits LEAVE_WAIT_MS at most, and a signal does not
+ * end that wait: a member stopped by SIGTERM while another held the lock
+ * for a moment left its entry, and the group's directory, behind.
  */
 static int
-name_lock(struct maro_registry *r, const char *name)
+name_lock(struct maro_registry *r, const char *name, int leaving)
 {
 	struct dir *d = D(r);
 	int64_t start = maro_now_us(), next_look = start + 200000, end;
@@ -399,7 +416,8 @@ name_lock(struct maro_registry *r, const char *name)
 	off_t at = name_byte(name);
 	pid_t holder;
 
-	end = start + maro_budget_us((int64_t)LOCK_WAIT_MS * 1000, 100000);
+	end = start + (leaving ? (int64_t)LEAVE_WAIT_MS * 1000 :
+	    maro_budget_us((int64_t)LOCK_WAIT_MS * 1000, 100000));
 	if (lock_fd(r) < 0)
 		return -1;
 	while (try_range(d, at, 1) < 0) {
@@ -410,7 +428,7 @@ name_lock(struct maro_registry *r, const char *name)
 		if (errno != EACCES && errno != EAGAIN && errno != EINTR)
 			return maro_registry_fail(r, errno, "cannot lock '%s/.lock': %s", d->path,
 			    strerror(errno));
-		if (maro_signal)
+		if (maro_signal && !leaving)
 			return maro_registry_fail(r, EINTR, "interrupted waiting for '%s/.lock'", d->path);
 		if (now >= next_look || now >= end) {
 			holder = range_holder(d, at, 1);
@@ -818,7 +836,7 @@ dir_put(struct maro_registry *r, const struct maro_entry *e, int takeover, struc
 				unlock_range(d, 0, 0);
 			}
 		}
-		if (name_lock(r, e->name) < 0)
+		if (name_lock(r, e->name, 0) < 0)
 			return -1;
 		if (!stale(d) || tries == 3)
 			break;
@@ -850,7 +868,7 @@ dir_del(struct maro_registry *r, const char *name)
 
 	if (d->dfd < 0)
 		return 0;	/* nothing was ever registered here */
-	if (name_lock(r, name) < 0)
+	if (name_lock(r, name, 1) < 0)
 		return -1;
 	entry_file(file, sizeof file, name);
 	if (read_entry(d, file, &cur, &m) == 1 && !strcmp(m.token, r->token))
