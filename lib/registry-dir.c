@@ -85,6 +85,8 @@ D(const struct maro_registry *r)
 static int lock_fd(struct maro_registry *r);
 static int try_range(struct dir *d, off_t start, off_t len);
 static void unlock_range(struct dir *d, off_t start, off_t len);
+static pid_t range_holder(struct dir *d, off_t start, off_t len);
+static int stopped(pid_t pid);
 
 /*
  * Opens path (where/group), with make creating what is missing with mode
@@ -265,21 +267,23 @@ group_empty(struct dir *d)
 
 /*
  * The last member to leave removes the group's directory, under the whole
- * of .lock, so that a mistyped or finished group leaves nothing.  The lock
- * is waited for, up to LEAVE_WAIT_MS: two members that leave at once each
- * find the other's files while it holds the lock, and with one try each
- * both gave up and left the directory.  A registrant that opened it
+ * of .lock, so that a mistyped or finished group leaves nothing.  A handle
+ * that held an entry (wait) waits for the lock up to LEAVE_WAIT_MS, unless
+ * its holder is stopped: two members that leave at once each find the
+ * other's files while it holds the lock, and with one try each both gave
+ * up and left the directory.  A registrant that opened it
  * before cannot have written in it meanwhile (it needs a name's lock) and
  * finds out after (put: stale); an inbox's socket bound in it meanwhile
  * makes the rmdir fail and the directory stays, without .lock, which the
  * next registrant makes anew.
  */
 static void
-remove_if_empty(struct maro_registry *r)
+remove_if_empty(struct maro_registry *r, int wait)
 {
 	struct dir *d = D(r);
 	struct stat a, b;
-	int waited = 0;
+	int64_t end = maro_now_us() + (int64_t)LEAVE_WAIT_MS * 1000;
+	pid_t holder;
 
 	if (lock_fd(r) < 0)
 		return;
@@ -287,10 +291,10 @@ remove_if_empty(struct maro_registry *r)
 		/* held for a put, a sweep or another leaver's look: each takes a moment */
 		struct timespec ts = { 0, 5000000 };
 
-		if (waited >= LEAVE_WAIT_MS || (errno != EAGAIN && errno != EACCES && errno != EINTR))
+		if (!wait || (errno != EAGAIN && errno != EACCES && errno != EINTR) || maro_now_us() >= end ||
+		    ((holder = range_holder(d, 0, 0)) > 0 && stopped(holder)))
 			return;
 		nanosleep(&ts, NULL);
-		waited += 5;
 	}
 	/* the directory at its path is still the one this handle opened (rmdir goes by path) */
 	if (fstat(d->dfd, &a) == 0 && a.st_nlink > 0 && stat(d->path, &b) == 0 &&
@@ -306,15 +310,18 @@ static void
 dir_close(struct maro_registry *r)
 {
 	struct dir *d = D(r);
+	int held;
 
 	if (!d)
 		return;
-	if (d->ofd >= 0) {
+	held = d->ofd >= 0;
+	if (held) {
 		unlinkat(d->dfd, d->owner, 0);
 		close(d->ofd);
 	}
+	/* a handle that never held an entry (its join refused) tries once */
 	if (d->member && d->dfd >= 0)
-		remove_if_empty(r);
+		remove_if_empty(r, held);
 	if (d->gfd >= 0)
 		close(d->gfd);
 	if (d->dfd >= 0)

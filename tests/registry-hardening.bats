@@ -285,14 +285,14 @@ group_files() { ls -A "${MARO_REGISTRY#dir:}/$MARO_GROUP" 2>/dev/null | sort; }
 # found the other's files while it held the lock, and with one try each
 # both left the directory behind.
 # hold_lock LEN: all of .lock (LEN 0) or its byte 0, which no name's lock
-# takes (LEN 1), for 300 ms, as another member's put, sweep or leave does
+# takes (LEN 1), for 200 ms, as another member's put, sweep or leave does
 hold_lock() {
 	rm -f locked
 	bg 10 python3 -c 'import fcntl, sys, time
 f = open(sys.argv[1], "r+")
 fcntl.lockf(f, fcntl.LOCK_EX, int(sys.argv[2]), 0)
 open("locked", "w").close()
-time.sleep(0.3)' "${MARO_REGISTRY#dir:}/$MARO_GROUP/.lock" "$1"
+time.sleep(0.2)' "${MARO_REGISTRY#dir:}/$MARO_GROUP/.lock" "$1"
 	wait_until 10 test -e locked
 }
 
@@ -306,6 +306,7 @@ time.sleep(0.3)' "${MARO_REGISTRY#dir:}/$MARO_GROUP/.lock" "$1"
 		hold_lock "$len"
 		kill -TERM "$w"
 		wait_exit "$w" 10
+		[ "$status" -eq 143 ]
 		[ ! -e "$group_dir" ] || { echo "lock of $len bytes:"; ls -A "$group_dir"; false; }
 	done
 }
