@@ -53,7 +53,7 @@ $MARO_TOP/tests/lint/pitfalls.txt:15: a negated command never fails a test here:
 	# that does not exist
 	awk '/^    transport / { t = $0; next } /^    registry / { print; print t; next }
 	    /^    format / { print; print "    format nosuch   twice"; next }
-	    !/^    bundle / { print }' "$MARO_TOP/README.md" > "$BATS_TEST_TMPDIR/README.md"
+	    $0 !~ /^    bundle / { print }' "$MARO_TOP/README.md" > "$BATS_TEST_TMPDIR/README.md"
 	run -1 sh "$MARO_TOP/scripts/layers" "$MARO_TOP/lib" "$BATS_TEST_TMPDIR/README.md"
 	assert_line "README.md: transport includes registry, which the map puts above it"
 	assert_line "README.md: bundle is in no row of the map of lib/"
