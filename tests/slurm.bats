@@ -459,13 +459,36 @@ watch_ps() {
 	refute_output --partial maro-job
 }
 
+# stop_coprocesses NODE N: SIGSTOP the N coprocesses of slurm-demo's
+# workers on NODE (the "while read" shells, not the workers, whose
+# arguments say the same); true once N are stopped.  One process started
+# a look: on a machine busy elsewhere a look of a fork per process took
+# seconds, and came after the scatter had ended.
+stop_coprocesses() {
+	local pid comm args n=0
+	for pid in $(ip netns pids "$NETNS-$1"); do
+		read -r comm 2> /dev/null < "/proc/$pid/comm" || continue
+		[ "$comm" = sh ] || continue
+		mapfile -d '' args 2> /dev/null < "/proc/$pid/cmdline" || continue
+		[[ ${args[2]:-} == 'while read -r x'* ]] || continue
+		kill -STOP "$pid" 2> /dev/null && n=$((n + 1))
+	done
+	[ "$n" -ge "$2" ]
+}
+
 # Last: the node it kills is down for the rest of the suite.
 @test "a node killed mid-scatter (slurmd, its steps and tasks): its tasks go to the other nodes, each answered once" {
 	local pid
 	cluster
 	export MARO_TTL=2s
 	submit --nodes=3 --ntasks-per-node=2 "$MARO_TOP/scripts/slurm-demo" 40000 "$PWD/answers"
+	# n3's two coprocesses stop answering: its workers, live, keep the
+	# tasks they are given, and the scatter cannot end before the node is
+	# killed, however late this test comes to it (a machine busy elsewhere)
+	wait_until 30 stop_coprocesses n3 2 || fail "job $job: $(cat job.out)"
 	wait_until 30 has_lines answers 2000 || fail "job $job: $(cat job.out)"
+	# (stopped too late, after the scatter had ended, nothing would move)
+	run -1 grep -q '^slurm-demo: 40000 answers' job.out
 	for pid in $(ip netns pids "$NETNS-n3"); do
 		kill -KILL "$pid" 2>/dev/null || :
 	done
@@ -474,5 +497,6 @@ watch_ps() {
 	wait_until 40 grep -q '^slurm-demo: 40000 answers' job.out || fail "job $job: $(cat job.out)"
 	answered_once 40000 answers
 	run -0 cat job.out
-	assert_line --regexp "^maro-scatter: peer 'worker\.n3\.[45]' left with [0-9]+ unanswered tasks?: sending them elsewhere$"
+	assert_line --regexp "^maro-scatter: peer 'worker\.n3\.4' left with [0-9]+ unanswered tasks?: sending them elsewhere$"
+	assert_line --regexp "^maro-scatter: peer 'worker\.n3\.5' left with [0-9]+ unanswered tasks?: sending them elsewhere$"
 }
