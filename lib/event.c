@@ -391,12 +391,6 @@ struct match {
  * those marked 2.
  */
 static int
-same_text(struct maro_str a, struct maro_str b)
-{
-	return a.n == b.n && (a.n == 0 || !memcmp(a.p, b.p, a.n));
-}
-
-static int
 counts(const struct match *m, const struct maro_event_unit *u, size_t j, int taking)
 {
 	size_t k;
@@ -407,7 +401,7 @@ counts(const struct match *m, const struct maro_event_unit *u, size_t j, int tak
 		return 1;
 	for (k = 0; k < j; k++)
 		if ((taking ? m->take[k] == 2 : !m->take[k] && maro_event_unit_matches(u, &m->msgs[k])) &&
-		    same_text(m->msgs[k].source, m->msgs[j].source))
+		    maro_str_same(m->msgs[k].source, m->msgs[j].source))
 			return 0;
 	return 1;
 }

@@ -165,15 +165,11 @@ mark_must(const struct maro_event *e, int node, unsigned char *must)
 static int
 source_counted(const struct maro_hold *h, size_t i, int u)
 {
-	struct maro_str a = h->msg[i].msg.source;
 	size_t k;
 
-	for (k = 0; k < i; k++) {
-		struct maro_str b = h->msg[k].msg.source;
-
-		if (h->msg[k].acked == u + 1 && a.n == b.n && (a.n == 0 || !memcmp(a.p, b.p, a.n)))
+	for (k = 0; k < i; k++)
+		if (h->msg[k].acked == u + 1 && maro_str_same(h->msg[k].msg.source, h->msg[i].msg.source))
 			return 1;
-	}
 	return 0;
 }
 

@@ -53,6 +53,12 @@ maro_str_eq(struct maro_str a, const char *s)
 }
 
 int
+maro_str_same(struct maro_str a, struct maro_str b)
+{
+	return a.n == b.n && (a.n == 0 || memcmp(a.p, b.p, a.n) == 0);
+}
+
+int
 maro_str_has_prefix(struct maro_str a, const char *prefix)
 {
 	size_t n = strlen(prefix);

@@ -157,6 +157,8 @@ void maro_uuid(char out[MARO_UUID_LEN + 1]);
 struct maro_str maro_str_c(const char *s);
 int maro_str_eq(struct maro_str a, const char *s);
 int maro_str_has_prefix(struct maro_str a, const char *prefix);
+/* Whether a and b hold the same bytes (two empty ones do, whatever their p). */
+int maro_str_same(struct maro_str a, struct maro_str b);
 /* A NUL-terminated copy, or NULL (ENOMEM); the caller frees it. */
 char *maro_str_dup(struct maro_str a);
 

@@ -114,6 +114,16 @@ test_match(void)
 	live[1] = 2;
 	CHECK(maro_event_match(&e, m, 3, live, take, NULL, NULL) == 1 && take[0] && take[1] && take[2]);
 	CHECK(maro_event_match(&e, m, 2, live, take, NULL, NULL) == 0);
+	/* one-letter sources are two workers too: each byte compared */
+	parse(&e, "*:update:100%", &col);
+	m[0] = msg("a", "update");
+	m[1] = msg("b", "update");
+	live[0] = 2;
+	CHECK(maro_event_match(&e, m, 2, live, take, have, need) == 1 && have[0] == 2 && take[0] && take[1]);
+	m[1] = msg("a", "update");
+	CHECK(maro_event_match(&e, m, 2, live, take, have, need) == 0 && have[0] == 1);
+	m[0] = msg("worker.1", "update");
+	m[1] = msg("worker.1", "update");
 	/* a count is of messages, whoever sent them */
 	parse(&e, "worker:update:2", &col);
 	CHECK(maro_event_match(&e, m, 2, live, take, NULL, NULL) == 1 && take[0] && take[1]);

@@ -404,9 +404,25 @@ test_text_check(void)
 	}
 }
 
+/* maro_str_same: the bytes, every one of them, at any length (one byte too) */
+static void
+test_same(void)
+{
+	struct maro_str none = { NULL, 0 }, empty = maro_str_c("");
+
+	CHECK(maro_str_same(maro_str_c("a"), maro_str_c("a")));
+	CHECK(!maro_str_same(maro_str_c("a"), maro_str_c("b")));
+	CHECK(!maro_str_same(maro_str_c("ab"), maro_str_c("ac")));
+	CHECK(!maro_str_same(maro_str_c("a"), maro_str_c("ab")));
+	CHECK(!maro_str_same(maro_str_c("worker.1"), maro_str_c("worker.2")));
+	CHECK(maro_str_same(none, empty) && maro_str_same(empty, none));
+	CHECK(!maro_str_same(none, maro_str_c("a")));
+}
+
 void
 test_message(void)
 {
+	test_same();
 	test_uuid();
 	test_roundtrip();
 	test_bad();
