@@ -19,6 +19,7 @@
 #include <sys/types.h>
 
 #include "buf.h"
+#include "err.h"
 
 #define MARO_CBOR_MAX_DEPTH_LIMIT 1024
 
@@ -63,12 +64,6 @@ maro_cbor_head(const uint8_t *p, size_t n, unsigned *major, uint64_t *val)
 		*val = *val << 8 | p[i];
 	return 1 + w;
 }
-
-/* What went wrong, and where: offset counts bytes from the start of the stream. */
-struct maro_err {
-	uint64_t offset;
-	char msg[200];
-};
 
 struct maro_cbor_frame {
 	uint64_t remaining;	/* items still due in a definite container */

@@ -3,7 +3,7 @@
  *
  * This is the one module of the library that writes to stderr and exits:
  * it exists so that the tools word their diagnostics, parse their shared
- * flags and pick their exit codes in one way (maro(7), DESIGN.md).
+ * flags and pick their exit codes in one way (maro(7), EXIT STATUS).
  */
 #ifndef MARO_CLI_H
 #define MARO_CLI_H
