@@ -22,12 +22,18 @@ requests() {
 		maro-msg -i json > in.cbor
 }
 
-# gated_worker [VAR=VALUE...]: maro-dist worker.1 (-v, stderr in dist.err;
-# $dist is its bg pid) whose --raw coprocess writes each task to "seen" and
-# answers only once a line comes through the fifo "gate"
+# gated_worker [VAR=VALUE...] [FLAG...]: maro-dist worker.1 (-v and the
+# FLAGs, stderr in dist.err; $dist is its bg pid) in the environment's
+# VARs, whose --raw coprocess writes each task to "seen" and answers only
+# once a line comes through the fifo "gate"
 gated_worker() {
+	local vars=()
+	while [ $# -gt 0 ] && [[ $1 == *=* ]]; do
+		vars+=("$1")
+		shift
+	done
 	mkfifo gate
-	bg 60 env "$@" maro-dist -n worker.1 -v --raw --co '*:echo:1' \
+	bg 60 env "${vars[@]}" maro-dist -n worker.1 -v "$@" --raw --co '*:echo:1' \
 		'tee seen | { read -r g < gate; cat; }' 2> dist.err
 	dist=$BG_PID
 }
@@ -341,10 +347,7 @@ has_reply_inbox() { [ -n "$(reply_endpoint "$1")" ]; }
 }
 
 @test "a reply waiting for room longer than a TTL: the worker stays listed, and -W still ends the wait (124)" {
-	mkfifo gate
-	bg 60 env MARO_WINDOW=1 maro-dist -n worker.1 -v -W 12s --raw --co '*:echo:1' \
-		'tee seen | { read -r g < gate; cat; }' 2> dist.err
-	dist=$BG_PID
+	gated_worker MARO_WINDOW=1 -W 12s
 	run maro-peers -e worker=1 -W 10s -q
 	assert_success
 	requests 50
