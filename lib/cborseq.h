@@ -7,19 +7,19 @@
  * stopped when called again with more bytes.
  *
  * The reader yields each item of a sequence as soon as its last byte has been
- * read: it never waits for a buffer to fill.  The writer batches items and
- * writes them when told to flush (or when its buffer is full).
+ * read: it never waits for a buffer to fill.  Items are written with a
+ * maro_writer (writer.h), whose rule for signals the reader follows too.
  */
 #ifndef MARO_CBORSEQ_H
 #define MARO_CBORSEQ_H
 
-#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
 #include "buf.h"
 #include "err.h"
+#include "writer.h"
 
 #define MARO_CBOR_MAX_DEPTH_LIMIT 1024
 
@@ -146,44 +146,5 @@ void maro_reader_skip(struct maro_reader *r, size_t len, uint64_t *off);
  * map's head, 0xa0 to 0xbf); tools add a hint to "malformed input" then.
  */
 int maro_cbor_looks_like_text(const uint8_t *p, size_t n);
-
-/*
- * When set (maro_cli_catch_signals points it at maro_signal) and nonzero,
- * a read or write that a signal interrupts (EINTR) is not tried again:
- * the call fails with EINTR, so that a tool blocked on a full pipe or an
- * idle input still leaves on SIGINT or SIGTERM.
- */
-extern volatile sig_atomic_t *maro_io_interrupt;
-/*
- * When set (maro_cli_catch_signals points it at maro_deadline) and not
- * INT64_MAX: a monotonic time in us after which a writer gives up waiting
- * for a pipe or socket to take more (-1, ETIMEDOUT), so that -W bounds a
- * tool whose output nobody reads.
- */
-extern const int64_t *maro_io_deadline;
-
-struct maro_writer {
-	int fd;
-	struct maro_buf buf;
-	size_t high;		/* flush when buffered bytes reach this */
-	int kind;		/* 0 not known yet, 1 a file or terminal, 2 a pipe or socket */
-};
-
-void maro_writer_init(struct maro_writer *w, int fd);
-void maro_writer_free(struct maro_writer *w);
-/* Buffers p; writes out when the buffer passes its mark.  0 or -1 with errno (EPIPE...). */
-int maro_writer_put(struct maro_writer *w, const void *p, size_t n);
-/* Writes out everything buffered.  0 or -1 with errno. */
-int maro_writer_flush(struct maro_writer *w);
-/*
- * A writer to the file at path, created or truncated (0666, less the
- * umask).  0, or -1 with errno, w->fd then -1.
- */
-int maro_writer_open(struct maro_writer *w, const char *path);
-/*
- * Writes out what w holds, closes its file and frees w (w->fd then -1).
- * 0, or -1 with the errno of what failed first.
- */
-int maro_writer_close(struct maro_writer *w);
 
 #endif

@@ -21,6 +21,7 @@
 
 #include "cli.h"
 #include "trace.h"
+#include "writer.h"
 
 const char *maro_progname = "maro";
 int maro_verbose;

@@ -19,7 +19,8 @@
 #include <sys/types.h>
 
 #include "buf.h"
-#include "cborseq.h"
+#include "err.h"
+#include "writer.h"
 
 #define MARO_JOBLOG_HEADER "seq\thash\tworker\tattempts\tstart\tduration\toutcome\tpayload\n"
 

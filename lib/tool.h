@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #include "bundle.h"
-#include "cborseq.h"
+#include "writer.h"
 #include "format.h"
 #include "inbox.h"
 #include "opt.h"
