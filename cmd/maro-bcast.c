@@ -12,7 +12,7 @@
 #include "build.h"
 #include "maro.h"
 #include "reply.h"
-#include "session.h"
+#include "requester.h"
 #include "strset.h"
 
 enum { OPT_JSON = 256, OPT_TASK, OPT_NOTIFICATION, OPT_ASYNC };

@@ -14,7 +14,7 @@
 #include "maro.h"
 #include "reply.h"
 #include "send.h"
-#include "session.h"
+#include "requester.h"
 
 enum { OPT_JSON = 256, OPT_TASK, OPT_NOTIFICATION, OPT_ASYNC, OPT_NO_WAIT, OPT_FAIL_FAST };
 

@@ -29,7 +29,7 @@
 #include "manifest.h"
 #include "outbox.h"
 #include "reply.h"
-#include "session.h"
+#include "requester.h"
 
 #define LINE_MAX_ 4200		/* a record's header: a path of up to 4095 bytes and its fields */
 #define WINDOW 8		/* chunk requests in flight */

@@ -20,7 +20,7 @@
 #include "registry.h"
 #include "reply.h"
 #include "route.h"
-#include "session.h"
+#include "requester.h"
 #include "stats.h"
 #include "strset.h"
 #include "tool.h"

@@ -19,7 +19,7 @@
 
 #include "joblog.h"
 #include "outbox.h"
-#include "session.h"
+#include "requester.h"
 #include "stats.h"
 #include "taskin.h"
 #include "transport.h"

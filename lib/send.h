@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include "outbox.h"
-#include "session.h"
+#include "requester.h"
 
 struct maro_send {
 	struct maro_ctx *c;

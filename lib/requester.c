@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "session.h"
+#include "requester.h"
 
 int
 maro_requester_open(struct maro_requester *rq, struct maro_ctx *c, const char *owner,

@@ -1,5 +1,5 @@
 /*
- * session: the requester's side of task sessions (maro(7), SESSIONS).
+ * requester: the requester's side of task sessions (maro(7), SESSIONS).
  *
  * A requester owns a private reply inbox ("~owner.xxxxxxxx", put in the
  * reply_to of its requests) and counts the replies each session is still
@@ -7,8 +7,8 @@
  * an answered session, or a stray, is acknowledged and counted, never
  * returned.
  */
-#ifndef MARO_SESSION_H
-#define MARO_SESSION_H
+#ifndef MARO_REQUESTER_H
+#define MARO_REQUESTER_H
 
 #include "inbox.h"
 #include "strset.h"
