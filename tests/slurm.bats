@@ -460,17 +460,19 @@ watch_ps() {
 }
 
 # stop_coprocesses NODE N: SIGSTOP the N coprocesses of slurm-demo's
-# workers on NODE (the "while read" shells, not the workers, whose
-# arguments say the same); true once N are stopped.  One process started
-# a look: on a machine busy elsewhere a look of a fork per process took
-# seconds, and came after the scatter had ended.
+# workers on NODE in job $job (the "while read" shells, not the workers,
+# whose arguments say the same); true once N are stopped.  One process
+# started a look: on a machine busy elsewhere a look of a fork per
+# process took seconds, and came after the scatter had ended.
 stop_coprocesses() {
-	local pid comm args n=0
+	local pid comm args env n=0
 	for pid in $(ip netns pids "$NETNS-$1"); do
 		read -r comm 2> /dev/null < "/proc/$pid/comm" || continue
 		[ "$comm" = sh ] || continue
 		mapfile -d '' args 2> /dev/null < "/proc/$pid/cmdline" || continue
 		[[ ${args[2]:-} == 'while read -r x'* ]] || continue
+		mapfile -d '' env 2> /dev/null < "/proc/$pid/environ" || continue
+		[[ " ${env[*]} " == *" SLURM_JOB_ID=$job "* ]] || continue
 		kill -STOP "$pid" 2> /dev/null && n=$((n + 1))
 	done
 	[ "$n" -ge "$2" ]
