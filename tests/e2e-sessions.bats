@@ -179,6 +179,10 @@ live() { maro-peers -f json | grep -c "\"$1" || :; }
 	wait_until 30 has_lines out 50
 	worker worker.2
 	wait_until 10 live_is worker. 2
+	# the scatter looks at the members while it waits for input (every
+	# 250 ms, or 10 times as long as a look took): the new work comes once
+	# it has seen worker.2, or a busy machine can answer all 350 before
+	wait_until 30 grep -q "peer 'worker.2' joined" err || { cat err; false; }
 	seq 51 400 >&5
 	exec 5>&-
 	wait_exit "$scatter" 100
