@@ -28,7 +28,7 @@ requests() {
 # once a line comes through the fifo "gate"
 gated_worker() {
 	local vars=()
-	while [ $# -gt 0 ] && [[ $1 == *=* ]]; do
+	while [ $# -gt 0 ] && [[ $1 =~ ^[A-Za-z_][A-Za-z0-9_]*= ]]; do
 		vars+=("$1")
 		shift
 	done
