@@ -84,7 +84,10 @@ struct maro_tool_out {
 void maro_tool_out_init(struct maro_tool_out *o, enum maro_format fmt);
 /* Writes one message; one that cannot be printed in the format is said and skipped. */
 void maro_tool_out_put(struct maro_tool_out *o, const uint8_t *p, size_t n);
-/* Writes out what is buffered.  0, or the status (maro_cli_output_failed, cli.h). */
+/*
+ * Writes out what is buffered.  0, or the status (maro_cli_output_failed,
+ * cli.h); 0 too when a signal came, which the loop's stop then says.
+ */
 int maro_tool_out_flush(struct maro_tool_out *o);
 void maro_tool_out_free(struct maro_tool_out *o);
 
