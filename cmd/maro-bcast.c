@@ -15,8 +15,6 @@
 #include "requester.h"
 #include "strset.h"
 
-enum { OPT_JSON = 256, OPT_TASK, OPT_NOTIFICATION, OPT_ASYNC };
-
 /* echo hello | maro-bcast: say how text is sent */
 #define TEXT_HINT "; it looks like text, not CBOR: build the message with -t TAG -d DATA, " \
 	"or make it from JSON with maro-msg -i json"
@@ -27,28 +25,8 @@ static const char *const synopsis[] = {
 	NULL,
 };
 
-static const struct maro_opt opts[] = {
-	MARO_OPT_SHARED_AS(MARO_SH_PREFIX, "to every live peer whose name starts with PREFIX "
-	    "(else the whole group)", 0),
-	{ "tag", 't', "TAG", "build the message with this tag instead of reading stdin", NULL, 't', 0, 0 },
-	{ "data", 'd', "DATA", "its payload (a string)", NULL, 'd', 0, 0 },
-	{ "json", 0, "JSON", "its payload, as JSON", NULL, OPT_JSON, 0, 0 },
-	{ "task", 0, NULL, "build a task request: gather a reply from each (the default)", NULL,
-	    OPT_TASK, 0, 0 },
-	{ "notification", 0, NULL, "build a notification: no replies", NULL, OPT_NOTIFICATION, 0, 0 },
-	{ "async", 0, NULL, "write the copies as acknowledged; replies go to -n NAME", NULL,
-	    OPT_ASYNC, 0, 0 },
-	MARO_OPT_SHARED_AS(MARO_SH_QUIET, "say nothing of what was not delivered", 0),
-	{ 0 },
-};
-
-static const struct maro_tool tool = {
-	"Send one message to every live peer of a prefix or the group; gather one reply from each.",
-	synopsis, opts, MARO_SH_MEMBER | MARO_SH(EXPECT) | MARO_SH(TIMEOUT) | MARO_SH(FORMAT) | MARO_SH(ADVERTISE),
-	0,
-};
-
-struct bcast {
+/* The run, at file scope so that the rows of opts[] can bind to it. */
+static struct bcast {
 	struct maro_ctx *c;
 	struct maro_outbox *ob;
 	struct maro_requester rq;
@@ -58,6 +36,33 @@ struct bcast {
 	uint64_t delivered, failed;
 	struct maro_tool_replies replies;
 	char session[128];
+} bcast;
+
+/* The one message built from -t, -d, --json, --task or --notification. */
+static struct maro_build build;
+
+static const struct maro_opt opts[] = {
+	MARO_OPT_SHARED_AS(MARO_SH_PREFIX, "to every live peer whose name starts with PREFIX "
+	    "(else the whole group)", 0),
+	MARO_OPT_STR("tag", 't', "TAG", "build the message with this tag instead of reading stdin",
+	    &build.tag),
+	/* bound as -d is everywhere, not repeated: the one message has one payload */
+	{ .name = "data", .letter = 'd', .arg = "DATA", .help = "its text payload (one message: one "
+	    "-d)", .bind = MARO_BIND_STRV, .to = &build.data },
+	MARO_OPT_STR("json", 0, "JSON", "its payload, as JSON", &build.json),
+	MARO_OPT_SET("task", 0, "build a task request: gather a reply from each (the default)",
+	    &build.notification, 0),
+	MARO_OPT_FLAG("notification", 0, "build a notification: no replies", &build.notification),
+	MARO_OPT_FLAG("async", 0, "write the copies as acknowledged; replies go to -n NAME",
+	    &bcast.async),
+	MARO_OPT_SHARED_AS(MARO_SH_QUIET, "say nothing of what was not delivered", 0),
+	{ 0 },
+};
+
+static const struct maro_tool tool = {
+	"Send one message to every live peer of a prefix or the group; gather one reply from each.",
+	synopsis, opts, MARO_SH_MEMBER | MARO_SH(EXPECT) | MARO_SH(TIMEOUT) | MARO_SH(FORMAT) | MARO_SH(ADVERTISE),
+	0,
 };
 
 static void
@@ -124,33 +129,6 @@ drop_departed(struct bcast *b, int64_t now)
 		maro_requester_forget(&b->rq, maro_str_c(b->session));
 		maro_strset_take(&b->waiting, e->key, e->len);
 		b->failed++;
-	}
-}
-
-struct args {
-	struct bcast *b;
-	struct maro_build *mb;
-	char *data[1];
-};
-
-static void
-own(void *arg, int key, char *val)
-{
-	struct args *a = arg;
-
-	switch (key) {
-	case 't': a->mb->tag = val; break;
-	case 'd':
-		if (a->mb->ndata)
-			maro_usage_error("maro-bcast sends one message: one -d at most");
-		a->data[0] = val;
-		a->mb->data = a->data;
-		a->mb->ndata = 1;
-		break;
-	case OPT_JSON: a->mb->json = val; break;
-	case OPT_TASK: a->mb->notification = 0; break;
-	case OPT_NOTIFICATION: a->mb->notification = 1; break;
-	case OPT_ASYNC: a->b->async = 1; break;
 	}
 }
 
@@ -237,9 +215,8 @@ int
 main(int argc, char **argv)
 {
 	struct maro_common cm;
-	struct bcast b = { 0 };
-	struct maro_build mb = { 0 };
-	struct args a = { &b, &mb, { NULL } };
+	struct bcast *b = &bcast;
+	struct maro_build *mb = &build;
 	struct maro_entry *peers = NULL;
 	struct maro_buf in = { 0 }, enc = { 0 };
 	struct maro_msg m;
@@ -253,21 +230,23 @@ main(int argc, char **argv)
 
 	maro_cli_init(argv[0]);
 	maro_common_init(&cm);
-	maro_opt_parse(&tool, &cm, argc, argv, own, &a);
+	maro_opt_parse(&tool, &cm, argc, argv, NULL, NULL);
 	name = cm.name;
 	prefix = cm.prefix;
-	b.quiet = cm.quiet;
-	if ((mb.ndata || mb.json) && !mb.tag)
+	b->quiet = cm.quiet;
+	if (mb->data.n > 1)
+		maro_usage_error("maro-bcast sends one message: one -d at most");
+	if ((mb->data.n || mb->json) && !mb->tag)
 		maro_usage_error("-d and --json need -t TAG");
-	if (mb.ndata && mb.json)
+	if (mb->data.n && mb->json)
 		maro_usage_error("-d and --json do not go together");
-	if (b.async && !name)
+	if (b->async && !name)
 		maro_usage_error("--async needs a name for the replies (-n NAME)");
 
 	/* the one message: from flags, or the one message on stdin */
-	if (mb.tag) {
-		mb.source = name;
-		if (maro_build_messages(&mb, &in, errbuf, sizeof errbuf) < 0)
+	if (mb->tag) {
+		mb->source = name;
+		if (maro_build_messages(mb, &in, errbuf, sizeof errbuf) < 0)
 			maro_usage_error("%s", errbuf);
 	} else {
 		read_one(&in);
@@ -277,12 +256,12 @@ main(int argc, char **argv)
 		    (unsigned long long)err.offset, err.msg,
 		    maro_cbor_looks_like_text(in.p, in.len) ? TEXT_HINT : "");
 
-	b.c = maro_tool_open(&cm, &deadline);
-	if ((status = maro_tool_expect(b.c, &cm, deadline)) != 0)
+	b->c = maro_tool_open(&cm, &deadline);
+	if ((status = maro_tool_expect(b->c, &cm, deadline)) != 0)
 		goto out;
-	npeers = maro_registry_list(b.c->reg, prefix, &peers);
+	npeers = maro_registry_list(b->c->reg, prefix, &peers);
 	if (npeers < 0)
-		maro_die(MARO_EXIT_UNAVAILABLE, "%s", maro_registry_error(b.c->reg));
+		maro_die(MARO_EXIT_UNAVAILABLE, "%s", maro_registry_error(b->c->reg));
 	if (npeers == 0) {
 		maro_warn("no live peer%s%s%s", prefix ? " matches '" : "", prefix ? prefix : "",
 		    prefix ? "'" : " in the group");
@@ -291,21 +270,21 @@ main(int argc, char **argv)
 	}
 
 	maro_msg_fill(&m, name, ids);
-	b.blocking = !b.async && m.type == MARO_SESSION_TASK && m.stage == MARO_STAGE_REQUEST;
-	if (b.blocking && maro_requester_open(&b.rq, b.c, name, errbuf, sizeof errbuf) < 0)
+	b->blocking = !b->async && m.type == MARO_SESSION_TASK && m.stage == MARO_STAGE_REQUEST;
+	if (b->blocking && maro_requester_open(&b->rq, b->c, name, errbuf, sizeof errbuf) < 0)
 		maro_die(MARO_EXIT_UNAVAILABLE, "cannot open a reply inbox: %s", errbuf);
-	if (b.blocking)
-		m.reply_to = maro_str_c(b.rq.name);
-	else if (b.async && m.type == MARO_SESSION_TASK && !m.reply_to.p)
+	if (b->blocking)
+		m.reply_to = maro_str_c(b->rq.name);
+	else if (b->async && m.type == MARO_SESSION_TASK && !m.reply_to.p)
 		m.reply_to = maro_str_c(name);
-	snprintf(b.session, sizeof b.session, "%.*s", (int)m.session_id.n, m.session_id.p);
+	snprintf(b->session, sizeof b->session, "%.*s", (int)m.session_id.n, m.session_id.p);
 
-	b.ob = maro_outbox_new(b.c, NULL, on_ack, &b);
-	if (!b.ob)
+	b->ob = maro_outbox_new(b->c, NULL, on_ack, b);
+	if (!b->ob)
 		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
 	/* one round, and then waiting on it: receivers acknowledge at once */
-	maro_outbox_prompt(b.ob);
-	maro_tool_out_init(&b.out, cm.format);
+	maro_outbox_prompt(b->ob);
+	maro_tool_out_init(&b->out, cm.format);
 	for (i = 0; i < npeers; i++) {
 		/*
 		 * each peer's copy names it as destination: a replier that swaps
@@ -315,58 +294,58 @@ main(int argc, char **argv)
 		enc.len = 0;
 		if (maro_msg_encode(&m, &enc) < 0)
 			maro_die(MARO_EXIT_SOFTWARE, "out of memory");
-		if (maro_outbox_put(b.ob, peers[i].name, enc.p, enc.len) < 0)
+		if (maro_outbox_put(b->ob, peers[i].name, enc.p, enc.len) < 0)
 			maro_die(MARO_EXIT_SOFTWARE, "cannot queue for '%s': %s", peers[i].name,
 			    strerror(errno));
-		if (b.blocking) {
-			maro_strset_put(&b.waiting, peers[i].name, strlen(peers[i].name), 0);
-			maro_requester_expect(&b.rq, m.session_id, 1);
+		if (b->blocking) {
+			maro_strset_put(&b->waiting, peers[i].name, strlen(peers[i].name), 0);
+			maro_requester_expect(&b->rq, m.session_id, 1);
 		}
 	}
 	maro_info("sent to %zd peer%s", npeers, npeers == 1 ? "" : "s");
-	maro_loop_init(&l, b.c, deadline, 0);
+	maro_loop_init(&l, b->c, deadline, 0);
 	next_check = l.now + 500000;
 
 	for (;;) {
-		maro_outbox_run(b.ob);
+		maro_outbox_run(b->ob);
 		/* a peer that refused us for want of the key never answers: no use waiting */
-		if (maro_cli_report_outbox(b.ob) == EKEYREJECTED) {
+		if (maro_cli_report_outbox(b->ob) == EKEYREJECTED) {
 			status = MARO_EXIT_UNAVAILABLE;
 			break;
 		}
-		if (b.blocking)
-			take_replies(&b);
-		if ((status = maro_tool_out_flush(&b.out)) != 0)
+		if (b->blocking)
+			take_replies(b);
+		if ((status = maro_tool_out_flush(&b->out)) != 0)
 			goto out;
-		if (b.blocking)
-			maro_inbox_flush(b.rq.inbox);
-		if (maro_outbox_pending(b.ob) == 0 && (!b.blocking || b.waiting.used == 0))
+		if (b->blocking)
+			maro_inbox_flush(b->rq.inbox);
+		if (maro_outbox_pending(b->ob) == 0 && (!b->blocking || b->waiting.used == 0))
 			break;
 		if ((status = maro_loop_stop(&l)) != 0)
 			break;
 		/* the reply inbox's entry, and who left before answering */
 		if (l.now >= next_check) {
-			if (b.blocking) {
-				maro_registry_heartbeat(b.c->reg);
-				drop_departed(&b, l.now);
+			if (b->blocking) {
+				maro_registry_heartbeat(b->c->reg);
+				drop_departed(b, l.now);
 			}
 			next_check = l.now + 500000;
 		}
 		maro_loop_begin(&l);
-		if (b.blocking)
-			maro_loop_inbox(&l, b.rq.inbox);
-		maro_loop_outbox(&l, b.ob);
+		if (b->blocking)
+			maro_loop_inbox(&l, b->rq.inbox);
+		maro_loop_outbox(&l, b->ob);
 		maro_loop_at(&l, next_check);
 		maro_loop_wait(&l);
 	}
-	status = outcome(&b, status);
+	status = outcome(b, status);
 out:
 	maro_loop_free(&l);
-	maro_outbox_free(b.ob);
-	maro_requester_close(&b.rq);
-	maro_ctx_close(b.c);
-	maro_tool_out_free(&b.out);
-	maro_strset_free(&b.waiting);
+	maro_outbox_free(b->ob);
+	maro_requester_close(&b->rq);
+	maro_ctx_close(b->c);
+	maro_tool_out_free(&b->out);
+	maro_strset_free(&b->waiting);
 	maro_buf_free(&in);
 	maro_buf_free(&enc);
 	free(peers);

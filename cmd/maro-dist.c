@@ -32,37 +32,16 @@
 /* for replies already queued when a signal stops us: with MARO_HANDLER_GRACE_US, within maro(7)'s 2.5 s */
 #define SIGNAL_GRACE_US 2000000
 
-enum { OPT_ON = 256, OPT_CO, OPT_EXIT, OPT_RAW, OPT_JSON_LINES, OPT_FAIL_PREFIX, OPT_BUNDLE, OPT_SERVE, OPT_CLEAR };
+enum { OPT_ON = 256, OPT_CO, OPT_EXIT, OPT_FAIL_PREFIX, OPT_CLEAR };
 
 static const char *const synopsis[] = { "(--on EVENT CMD | --co EVENT CMD | --on EVENT --exit)...", NULL };
 
-static const struct maro_opt opts[] = {
-	{ "raw", 0, NULL, "handlers read payload lines and write reply lines", NULL, OPT_RAW, 0, 0 },
-	{ "json-lines", 0, NULL, "with --raw: each reply line is a JSON value, the payload", NULL,
-	    OPT_JSON_LINES, 0, 0 },
-	{ "fail-prefix", 0, "STR", "with --raw: a reply line starting with STR fails its task", NULL,
-	    OPT_FAIL_PREFIX, 0, 0 },
-	{ "on", 0, "EVENT CMD", "when EVENT holds, run CMD (sh -c) on the messages", NULL, OPT_ON,
-	    MARO_OPT_REPEAT | MARO_OPT_IN_FORM, 0 },
-	{ "co", 0, "EVENT CMD", "one long-lived CMD fed every trigger of EVENT", NULL, OPT_CO,
-	    MARO_OPT_REPEAT | MARO_OPT_IN_FORM, 0 },
-	{ "exit", 0, NULL, "after --on EVENT: leave when EVENT holds", NULL, OPT_EXIT, MARO_OPT_IN_FORM, 0 },
-	{ "bundle", 0, "NAME", "first get the bundle member NAME serves; handlers run in it", NULL,
-	    OPT_BUNDLE, 0, 0 },
-	{ "serve-bundle", 0, "DIR", "serve DIR as a bundle to members that ask", NULL, OPT_SERVE, 0, 0 },
-	{ "clear-bundles", 0, NULL, "alone: clear this user's bundle cache, and exit", NULL, OPT_CLEAR, 0, 0 },
-	MARO_OPT_SHARED_AS(MARO_SH_QUIET, "say less on stderr", 0),
-	{ 0 },
-};
-
-static const struct maro_tool tool = {
-	"Run a handler whose event holds on the messages that triggered it; its output is the reply.",
-	synopsis, opts, MARO_SH_MEMBER | MARO_SH_INBOX | MARO_SH(ADVERTISE) | MARO_SH(MAX_SIZE) |
-	    MARO_SH(TIMEOUT) | MARO_SH(QUIET),
-	MARO_TOOL_NEEDS_NAME | MARO_TOOL_STOP_AT_OPERAND,
-};
-
-struct dist {
+/*
+ * The run, at file scope so that the rows of opts[] can bind to it (and
+ * not on the stack: zeroing its 2 MiB of handler slots there made them all
+ * resident).
+ */
+static struct dist {
 	struct maro_ctx *c;
 	struct maro_handler_host x;
 	struct maro_handler_set hs;
@@ -74,6 +53,35 @@ struct dist {
 	struct maro_loop loop;
 	uint64_t runs, failures;
 	int taken;		/* another took our name (--takeover): we leave */
+} dist;
+
+static const struct maro_opt opts[] = {
+	MARO_OPT_FLAG("raw", 0, "handlers read payload lines and write reply lines", &dist.x.raw),
+	MARO_OPT_FLAG("json-lines", 0, "with --raw: each reply line is a JSON value, the payload",
+	    &dist.x.json_lines),
+	MARO_OPT_OWN("fail-prefix", 0, "STR", "with --raw: a reply line starting with STR fails its "
+	    "task", OPT_FAIL_PREFIX),
+	{ .name = "on", .arg = "EVENT CMD", .help = "when EVENT holds, run CMD (sh -c) on the "
+	    "messages", .key = OPT_ON, .flags = MARO_OPT_REPEAT | MARO_OPT_IN_FORM },
+	{ .name = "co", .arg = "EVENT CMD", .help = "one long-lived CMD fed every trigger of EVENT",
+	    .key = OPT_CO, .flags = MARO_OPT_REPEAT | MARO_OPT_IN_FORM },
+	{ .name = "exit", .help = "after --on EVENT: leave when EVENT holds", .key = OPT_EXIT,
+	    .flags = MARO_OPT_IN_FORM },
+	MARO_OPT_STR("bundle", 0, "NAME", "first get the bundle member NAME serves; handlers run in "
+	    "it", &dist.from),
+	MARO_OPT_STR("serve-bundle", 0, "DIR", "serve DIR as a bundle to members that ask",
+	    &dist.serve),
+	MARO_OPT_OWN("clear-bundles", 0, NULL, "alone: clear this user's bundle cache, and exit",
+	    OPT_CLEAR),
+	MARO_OPT_SHARED_AS(MARO_SH_QUIET, "say less on stderr", 0),
+	{ 0 },
+};
+
+static const struct maro_tool tool = {
+	"Run a handler whose event holds on the messages that triggered it; its output is the reply.",
+	synopsis, opts, MARO_SH_MEMBER | MARO_SH_INBOX | MARO_SH(ADVERTISE) | MARO_SH(MAX_SIZE) |
+	    MARO_SH(TIMEOUT) | MARO_SH(QUIET),
+	MARO_TOOL_NEEDS_NAME | MARO_TOOL_STOP_AT_OPERAND,
 };
 
 /* What goes wrong with a handler or its replies (lib/handler.h), said. */
@@ -294,15 +302,11 @@ own(void *arg, int key, char *val)
 	int col;
 
 	switch (key) {
-	case OPT_RAW: d->x.raw = 1; return;
-	case OPT_JSON_LINES: d->x.json_lines = 1; return;
 	case OPT_FAIL_PREFIX:
 		if (!*val || strchr(val, '\n'))
 			maro_usage_error("--fail-prefix must be one line, not empty");
 		d->x.fail_prefix = val;
 		return;
-	case OPT_BUNDLE: d->from = val; return;
-	case OPT_SERVE: d->serve = val; return;
 	case OPT_CLEAR:
 		if (a->argc != 2)
 			maro_usage_error("--clear-bundles goes alone");
@@ -346,9 +350,8 @@ int
 main(int argc, char **argv)
 {
 	struct maro_common cm;
-	/* not on the stack: zeroing its 2 MiB of handler slots there made them all resident */
-	static struct dist d;
-	struct args a = { &d, argc, argv };
+	struct dist *d = &dist;
+	struct args a = { d, argc, argv };
 	int64_t deadline;
 	int status = MARO_EXIT_OK, stop = 0, i;
 	struct maro_err err;
@@ -356,66 +359,66 @@ main(int argc, char **argv)
 	maro_cli_init(argv[0]);
 	maro_common_init(&cm);
 	maro_opt_parse(&tool, &cm, argc, argv, own, &a);
-	if (!d.hs.n && !d.serve)
+	if (!d->hs.n && !d->serve)
 		maro_usage_error("no handler (--on EVENT CMD or --co EVENT CMD) and no --serve-bundle");
-	if (d.x.json_lines && !d.x.raw)
+	if (d->x.json_lines && !d->x.raw)
 		maro_usage_error("--json-lines goes with --raw");
-	if (d.x.fail_prefix && !d.x.raw)
+	if (d->x.fail_prefix && !d->x.raw)
 		maro_usage_error("--fail-prefix goes with --raw");
-	d.x.name = cm.name;
-	d.x.registry = cm.co.registry_url ? cm.co.registry_url : getenv("MARO_REGISTRY");
-	d.x.keyfile = cm.co.keyfile;
-	d.x.hold = &d.hold;
-	d.x.note = note;
-	d.x.beat = beat;
-	d.x.wait = wait_room;
-	d.x.arg = &d;
+	d->x.name = cm.name;
+	d->x.registry = cm.co.registry_url ? cm.co.registry_url : getenv("MARO_REGISTRY");
+	d->x.keyfile = cm.co.keyfile;
+	d->x.hold = &d->hold;
+	d->x.note = note;
+	d->x.beat = beat;
+	d->x.wait = wait_room;
+	d->x.arg = d;
 
-	d.x.c = d.c = maro_tool_open(&cm, &deadline);
-	if (d.serve && (i = maro_bundle_srv_open(&d.srv, d.serve, &err)) != 0)
+	d->x.c = d->c = maro_tool_open(&cm, &deadline);
+	if (d->serve && (i = maro_bundle_srv_open(&d->srv, d->serve, &err)) != 0)
 		maro_die(i == MARO_BUNDLE_BAD_DIR ? MARO_EXIT_DATAERR : MARO_EXIT_UNAVAILABLE, "%s", err.msg);
-	if (d.from)
-		d.x.dir = maro_tool_bundle(d.c, &cm, d.from, deadline, &d.got);
-	d.x.ib = maro_tool_inbox(d.c, &cm, NULL);
-	d.x.ob = maro_outbox_new(d.c, NULL, NULL, &d);
-	if (!d.x.ob)
+	if (d->from)
+		d->x.dir = maro_tool_bundle(d->c, &cm, d->from, deadline, &d->got);
+	d->x.ib = maro_tool_inbox(d->c, &cm, NULL);
+	d->x.ob = maro_outbox_new(d->c, NULL, NULL, d);
+	if (!d->x.ob)
 		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
-	if (maro_handler_set_start(&d.hs, &d.x, &err) < 0)
+	if (maro_handler_set_start(&d->hs, &d->x, &err) < 0)
 		maro_die(MARO_EXIT_SOFTWARE, "%s", err.msg);
-	maro_loop_init(&d.loop, d.c, deadline, 1);
+	maro_loop_init(&d->loop, d->c, deadline, 1);
 	maro_stats.has_flight = 1;	/* lib/handler counts the requests its handlers have */
 
 	for (;;) {
 		int ran, k;
 		struct maro_delivery dl;
 
-		while (d.hold.n < MAX_HELD && maro_inbox_next(d.x.ib, &dl) == 1) {
-			if (d.serve && maro_str_eq(dl.msg.tag, MARO_BUNDLE_TAG)) {
-				if (maro_handler_bundle(&d.x, &d.srv, &dl) < 0 && !maro_loop_stop(&d.loop))
+		while (d->hold.n < MAX_HELD && maro_inbox_next(d->x.ib, &dl) == 1) {
+			if (d->serve && maro_str_eq(dl.msg.tag, MARO_BUNDLE_TAG)) {
+				if (maro_handler_bundle(&d->x, &d->srv, &dl) < 0 && !maro_loop_stop(&d->loop))
 					maro_die(MARO_EXIT_SOFTWARE, "out of memory");
 				continue;
 			}
 			/* no handler will ever take it: say so now, not at the sender's -W */
-			if (maro_handler_set_untaken(&d.hs, &dl.msg)) {
-				if (maro_handler_no_handler(&d.x, &dl) < 0 && !maro_loop_stop(&d.loop))
+			if (maro_handler_set_untaken(&d->hs, &dl.msg)) {
+				if (maro_handler_no_handler(&d->x, &dl) < 0 && !maro_loop_stop(&d->loop))
 					maro_die(MARO_EXIT_SOFTWARE, "out of memory");
 				continue;
 			}
-			if (maro_hold_put(&d.hold, &dl, maro_handler_set_resent, &d.hs) < 0)
+			if (maro_hold_put(&d->hold, &dl, maro_handler_set_resent, &d->hs) < 0)
 				maro_die(MARO_EXIT_SOFTWARE, "out of memory");
 			/* one no handler takes (a notification) would wait in silence */
-			if (!matched(&d.hs, &dl.msg))
+			if (!matched(&d->hs, &dl.msg))
 				maro_cli_report_unmatched(&dl.msg, "no handler's event");
 		}
 		if (!stop) {
 			do
-				stop = dispatch(&d, &ran);
+				stop = dispatch(d, &ran);
 			while (ran && !stop);
 		}
-		for (i = 0; i < d.hs.n; i++) {
-			struct maro_handler *co = &d.hs.h[i].run;
+		for (i = 0; i < d->hs.n; i++) {
+			struct maro_handler *co = &d->hs.h[i].run;
 
-			if (d.hs.h[i].mode != MARO_HANDLER_CO || co->pid <= 0 || (k = maro_handler_co_pump(&d.x, co)) >= 0)
+			if (d->hs.h[i].mode != MARO_HANDLER_CO || co->pid <= 0 || (k = maro_handler_co_pump(&d->x, co)) >= 0)
 				continue;
 			if (k == -2) {
 				status = MARO_EXIT_DATAERR;	/* said; it is stopped below */
@@ -427,65 +430,65 @@ main(int argc, char **argv)
 			stop = 1;
 		}
 		if (stop)
-			maro_outbox_prompt(d.x.ob);
-		maro_outbox_run(d.x.ob);
+			maro_outbox_prompt(d->x.ob);
+		maro_outbox_run(d->x.ob);
 		/* held a little, so that acks share frames (answered tasks need none) */
-		maro_inbox_flush_due(d.x.ib);
+		maro_inbox_flush_due(d->x.ib);
 		/* replies a -W left unsent: the status says so (below), not 0 */
-		if (stop && maro_outbox_pending(d.x.ob) == 0 && !d.x.unsent)
+		if (stop && maro_outbox_pending(d->x.ob) == 0 && !d->x.unsent)
 			break;
-		if ((k = maro_loop_stop(&d.loop)) != 0) {
+		if ((k = maro_loop_stop(&d->loop)) != 0) {
 			status = k == MARO_EXIT_TIMEOUT && stop ? MARO_EXIT_INCOMPLETE : k;
 			break;
 		}
-		publish(&d);
-		if (maro_loop_beat(&d.loop, d.x.ib) < 0)
-			taken(&d);
-		if (d.taken && !stop) {
+		publish(d);
+		if (maro_loop_beat(&d->loop, d->x.ib) < 0)
+			taken(d);
+		if (d->taken && !stop) {
 			status = MARO_EXIT_INCOMPLETE;
 			stop = 1;
 		}
-		maro_loop_begin(&d.loop);
-		if (!stop && d.hold.n < MAX_HELD)
-			maro_loop_inbox(&d.loop, d.x.ib);
-		wait_on_coprocesses(&d.loop, &d.hs);
-		maro_loop_outbox(&d.loop, d.x.ob);
-		maro_loop_at(&d.loop, maro_inbox_ack_deadline(d.x.ib));
+		maro_loop_begin(&d->loop);
+		if (!stop && d->hold.n < MAX_HELD)
+			maro_loop_inbox(&d->loop, d->x.ib);
+		wait_on_coprocesses(&d->loop, &d->hs);
+		maro_loop_outbox(&d->loop, d->x.ob);
+		maro_loop_at(&d->loop, maro_inbox_ack_deadline(d->x.ib));
 		/* percentages move with membership: look again now and then */
-		if (d.hold.n)
-			maro_loop_at(&d.loop, d.loop.now + 500000);
-		maro_loop_wait(&d.loop);
+		if (d->hold.n)
+			maro_loop_at(&d->loop, d->loop.now + 500000);
+		maro_loop_wait(&d->loop);
 	}
 	/* coprocesses: close their input, let them finish, reap them; requests they never
 	 * answered stay unacknowledged: their senders keep them */
-	maro_handler_set_free(&d.hs);
+	maro_handler_set_free(&d->hs);
 	/* replies already queued (their requests may be acknowledged): a moment to deliver them */
-	if (maro_signal && maro_outbox_pending(d.x.ob)) {
+	if (maro_signal && maro_outbox_pending(d->x.ob)) {
 		maro_info("stopping: %zu replies queued, waiting up to %d s for them",
-		    maro_outbox_pending(d.x.ob), SIGNAL_GRACE_US / 1000000);
-		maro_outbox_prompt(d.x.ob);
-		maro_loop_until(&d.loop, maro_now_us() + SIGNAL_GRACE_US);
+		    maro_outbox_pending(d->x.ob), SIGNAL_GRACE_US / 1000000);
+		maro_outbox_prompt(d->x.ob);
+		maro_loop_until(&d->loop, maro_now_us() + SIGNAL_GRACE_US);
 		for (;;) {
-			maro_outbox_run(d.x.ob);
-			if (!maro_outbox_pending(d.x.ob) || maro_loop_expired(&d.loop))
+			maro_outbox_run(d->x.ob);
+			if (!maro_outbox_pending(d->x.ob) || maro_loop_expired(&d->loop))
 				break;
-			maro_loop_begin(&d.loop);
-			maro_loop_outbox(&d.loop, d.x.ob);
-			maro_loop_at(&d.loop, d.loop.now + 50000);
-			maro_loop_wait(&d.loop);
+			maro_loop_begin(&d->loop);
+			maro_loop_outbox(&d->loop, d->x.ob);
+			maro_loop_at(&d->loop, d->loop.now + 50000);
+			maro_loop_wait(&d->loop);
 		}
 	}
-	if (d.x.unsent || (maro_signal && maro_outbox_pending(d.x.ob)))
+	if (d->x.unsent || (maro_signal && maro_outbox_pending(d->x.ob)))
 		maro_warn("stopped by %s: %zu replies not sent, %zu sent but not acknowledged",
-		    maro_signal ? "a signal" : "-W", d.x.unsent, maro_outbox_pending(d.x.ob));
-	maro_info("%llu triggers, %llu failed", (unsigned long long)d.runs, (unsigned long long)d.failures);
-	maro_cli_report_malformed(d.x.ib);
-	maro_loop_free(&d.loop);
-	maro_inbox_close(d.x.ib);
-	maro_outbox_free(d.x.ob);
-	maro_ctx_close(d.c);
-	maro_hold_free(&d.hold);
-	maro_buf_free(&d.x.reply);
-	maro_bundle_srv_close(&d.srv);
+		    maro_signal ? "a signal" : "-W", d->x.unsent, maro_outbox_pending(d->x.ob));
+	maro_info("%llu triggers, %llu failed", (unsigned long long)d->runs, (unsigned long long)d->failures);
+	maro_cli_report_malformed(d->x.ib);
+	maro_loop_free(&d->loop);
+	maro_inbox_close(d->x.ib);
+	maro_outbox_free(d->x.ob);
+	maro_ctx_close(d->c);
+	maro_hold_free(&d->hold);
+	maro_buf_free(&d->x.reply);
+	maro_bundle_srv_close(&d->srv);
 	return status;
 }

@@ -14,10 +14,7 @@
 
 #include "maro.h"
 
-enum {
-	OPT_JSON = 256, OPT_TASK, OPT_NOTIFICATION, OPT_CHECK, OPT_MAX_SIZE, OPT_MAX_DEPTH,
-	OPT_PAYLOADS, OPT_PAYLOADS_JSON,
-};
+enum { OPT_JSON = 256, OPT_TASK, OPT_NOTIFICATION, OPT_MAX_SIZE, OPT_MAX_DEPTH };
 
 static const char *const synopsis[] = {
 	"< messages",
@@ -26,33 +23,6 @@ static const char *const synopsis[] = {
 	"reply [-n SOURCE] [-t TAG] [-d STR | --json JSON | --payloads FILE",
 	" [--payloads-json]] [-i cbor|json] [-f FORMAT] [-q] [-v] < requests",
 	NULL,
-};
-
-static const struct maro_opt opts[] = {
-	{ "format", 'f', "FORMAT", "write cbor, json, diag or payload (default: json on a terminal, "
-	    "else cbor)", NULL, 'f', 0, 0 },
-	{ "input", 'i', "cbor|json", "read a CBOR sequence (the default) or JSON lines", NULL, 'i', 0, 0 },
-	{ "check", 0, NULL, "only check the input: exit 0 or 65", NULL, OPT_CHECK, 0, 0 },
-	{ "max-size", 0, "BYTES", "the largest message taken (default 16 MiB)", NULL, OPT_MAX_SIZE, 0, 0 },
-	{ "max-depth", 0, "N", "the deepest nesting taken (default 64)", NULL, OPT_MAX_DEPTH, 0, 0 },
-	{ "tag", 't', "TAG", "build messages with this tag (or, in reply, retag)", NULL, 't', 0, 0 },
-	{ "data", 'd', "STR", "a payload: one message per -d", NULL, 'd', MARO_OPT_REPEAT, 0 },
-	{ "json", 0, "JSON", "the payload, as JSON", NULL, OPT_JSON, 0, 0 },
-	{ "peer", 'p', "DEST", "the destination: one message per -p", NULL, 'p', MARO_OPT_REPEAT, 0 },
-	{ "name", 'n', "SOURCE", "the source", "MARO_NAME", 'n', 0, 0 },
-	{ "task", 0, NULL, "build task requests (the default)", NULL, OPT_TASK, 0, 0 },
-	{ "notification", 0, NULL, "build notifications", NULL, OPT_NOTIFICATION, 0, 0 },
-	{ "payloads", 0, "FILE", "reply: one payload per line of FILE, request by request", NULL,
-	    OPT_PAYLOADS, 0, 0 },
-	{ "payloads-json", 0, NULL, "reply: the lines of --payloads are JSON", NULL,
-	    OPT_PAYLOADS_JSON, 0, 0 },
-	{ 0 },
-};
-
-static const struct maro_tool tool = {
-	"Print, check or build messages; turn requests into replies.",
-	synopsis, opts, MARO_SH(QUIET),
-	MARO_TOOL_OPERANDS,
 };
 
 /* Every message read or built goes out through these. */
@@ -69,6 +39,40 @@ static struct maro_reply rp;
 static const char *payloads_path;	/* --payloads */
 static int payloads_json;
 
+/* The messages the flags describe (or, in reply, the replies' parts), and -i. */
+static struct maro_build given;
+static const char *input;
+
+static const struct maro_opt opts[] = {
+	MARO_OPT_OWN("format", 'f', "FORMAT", "write cbor, json, diag or payload (default: json on a "
+	    "terminal, else cbor)", 'f'),
+	MARO_OPT_STR("input", 'i', "cbor|json", "read a CBOR sequence (the default) or JSON lines",
+	    &input),
+	MARO_OPT_FLAG("check", 0, "only check the input: exit 0 or 65", &check),
+	MARO_OPT_OWN("max-size", 0, "BYTES", "the largest message taken (default 16 MiB)", OPT_MAX_SIZE),
+	MARO_OPT_OWN("max-depth", 0, "N", "the deepest nesting taken (default 64)", OPT_MAX_DEPTH),
+	MARO_OPT_STR("tag", 't', "TAG", "build messages with this tag (or, in reply, retag)",
+	    &given.tag),
+	MARO_OPT_STRV("data", 'd', "STR", "a text payload: one message per -d", &given.data),
+	MARO_OPT_OWN("json", 0, "JSON", "the payload, as JSON", OPT_JSON),
+	MARO_OPT_STRV("peer", 'p', "DEST", "the destination: one message per -p", &given.dests),
+	{ .name = "name", .letter = 'n', .arg = "SOURCE", .help = "the source", .env = "MARO_NAME",
+	    .bind = MARO_BIND_STR, .to = &given.source },
+	MARO_OPT_OWN("task", 0, NULL, "build task requests (the default)", OPT_TASK),
+	MARO_OPT_OWN("notification", 0, NULL, "build notifications", OPT_NOTIFICATION),
+	MARO_OPT_STR("payloads", 0, "FILE", "reply: one payload per line of FILE, request by request",
+	    &payloads_path),
+	MARO_OPT_FLAG("payloads-json", 0, "reply: the lines of --payloads are JSON", &payloads_json),
+	{ 0 },
+};
+
+static const struct maro_tool tool = {
+	"Print, check or build messages; turn requests into replies.",
+	synopsis, opts, MARO_SH(QUIET),
+	MARO_TOOL_OPERANDS,
+};
+
+
 /* An argument that becomes a message's text must be UTF-8. */
 static const char *
 utf8_arg(const char *flag, const char *arg)
@@ -76,6 +80,22 @@ utf8_arg(const char *flag, const char *arg)
 	if (!maro_utf8_valid(arg, strlen(arg)))
 		maro_usage_error("the argument of %s is not valid UTF-8", flag);
 	return arg;
+}
+
+/* The flags' text that goes into messages (-t, -d, -p, -n), checked as UTF-8. */
+static void
+utf8_args(const struct maro_build *b)
+{
+	size_t i;
+
+	if (b->tag)
+		utf8_arg("-t", b->tag);
+	for (i = 0; i < b->data.n; i++)
+		utf8_arg("-d", b->data.v[i]);
+	for (i = 0; i < b->dests.n; i++)
+		utf8_arg("-p", b->dests.v[i]);
+	if (b->source)
+		utf8_arg("-n", b->source);
 }
 
 /* Whoever reads our output went away: end quietly, as yes(1) | head does. */
@@ -235,8 +255,8 @@ reply_setup(const struct maro_build *b)
 	int rc = 0;
 
 	maro_reply_init(&rp, b->source, b->tag, &limits);
-	if (b->ndata)
-		rc = maro_reply_set_text(&rp, b->data[0], &e);
+	if (b->data.n)
+		rc = maro_reply_set_text(&rp, b->data.v[0], &e);
 	else if (b->json)
 		rc = maro_reply_set_json(&rp, b->json, &e);
 	else if (payloads_path)
@@ -254,7 +274,6 @@ reply_setup(const struct maro_build *b)
 
 struct args {
 	struct maro_build *b;
-	const char *payloads_file, *input;
 	int fmt_set, njson, type_set;
 };
 
@@ -267,15 +286,9 @@ own(void *arg, int key, char *val)
 
 	switch (key) {
 	case 'f': format = maro_cli_format(val); a->fmt_set = 1; break;
-	case 'i': a->input = val; break;
-	case 't': b->tag = utf8_arg("-t", val); break;
-	case 'd': maro_strv_push(&b->data, &b->ndata, (char *)utf8_arg("-d", val)); break;
 	case OPT_JSON: b->json = val; a->njson++; break;
-	case 'p': maro_strv_push(&b->dests, &b->ndests, (char *)utf8_arg("-p", val)); break;
-	case 'n': b->source = utf8_arg("-n", val); break;
 	case OPT_TASK: b->notification = 0; a->type_set = 1; break;
 	case OPT_NOTIFICATION: b->notification = 1; a->type_set = 1; break;
-	case OPT_CHECK: check = 1; break;
 	case OPT_MAX_SIZE:
 		v = maro_cli_count("--max-size", val);
 		if (v < 1 || v > SIZE_MAX / 16)
@@ -288,8 +301,6 @@ own(void *arg, int key, char *val)
 			maro_usage_error("--max-depth must be 1 to %d", MARO_CBOR_MAX_DEPTH_LIMIT);
 		limits.max_depth = (unsigned)v;
 		break;
-	case OPT_PAYLOADS: a->payloads_file = val; break;
-	case OPT_PAYLOADS_JSON: payloads_json = 1; break;
 	}
 }
 
@@ -297,9 +308,9 @@ int
 main(int argc, char **argv)
 {
 	struct maro_common cm;
-	struct maro_build b = { 0 };
-	struct args a = { &b, NULL, NULL, 0, 0, 0 };
-	const char *input, *env;
+	struct maro_build *b = &given;
+	struct args a = { b, 0, 0, 0 };
+	const char *env;
 	int quiet, fmt_set, json_in, njson, type_set;
 
 	maro_cli_init(argv[0]);
@@ -312,8 +323,7 @@ main(int argc, char **argv)
 	}
 	maro_common_init(&cm);
 	optind = maro_opt_parse(&tool, &cm, argc, argv, own, &a);
-	payloads_path = a.payloads_file;
-	input = a.input;
+	utf8_args(b);
 	fmt_set = a.fmt_set;
 	njson = a.njson;
 	type_set = a.type_set;
@@ -328,21 +338,21 @@ main(int argc, char **argv)
 	json_in = input && !strcmp(input, "json");
 	if (input && !json_in && strcmp(input, "cbor"))
 		maro_usage_error("unknown input format '%s' (cbor or json)", input);
-	if (b.ndata && b.json)
+	if (b->data.n && b->json)
 		maro_usage_error("-d and --json do not go together");
 	if (njson > 1)
 		maro_usage_error("one --json payload");
-	if (!reply && !b.tag && (b.ndata || b.json || b.ndests || b.source || type_set))
+	if (!reply && !b->tag && (b->data.n || b->json || b->dests.n || b->source || type_set))
 		maro_usage_error("building a message needs -t TAG");
-	if (b.tag && !reply && input)
+	if (b->tag && !reply && input)
 		maro_usage_error("-t builds messages and reads no input: no -i");
-	if (b.tag && !reply && check)
+	if (b->tag && !reply && check)
 		maro_usage_error("-t builds messages: no --check");
-	if (reply && (b.ndests || type_set))
+	if (reply && (b->dests.n || type_set))
 		maro_usage_error("reply: no -p, --task or --notification (the request decides)");
-	if (reply && b.ndata > 1)
+	if (reply && b->data.n > 1)
 		maro_usage_error("reply takes one -d");
-	if (reply && payloads_path && (b.ndata || b.json))
+	if (reply && payloads_path && (b->data.n || b->json))
 		maro_usage_error("one payload source: -d, --json or --payloads");
 	if (!reply && payloads_path)
 		maro_usage_error("--payloads goes with reply");
@@ -356,14 +366,14 @@ main(int argc, char **argv)
 		maro_usage_error("-q and -v do not go together");
 
 	env = getenv("MARO_NAME");
-	if ((b.tag || reply) && !b.source && env && *env)
-		b.source = utf8_arg("MARO_NAME", env);
+	if ((b->tag || reply) && !b->source && env && *env)
+		b->source = utf8_arg("MARO_NAME", env);
 	maro_writer_init(&out, STDOUT_FILENO);
-	if (b.tag && !reply) {
-		build(&b);
+	if (b->tag && !reply) {
+		build(b);
 	} else {
 		if (reply)
-			reply_setup(&b);
+			reply_setup(b);
 		if (!quiet && isatty(STDIN_FILENO))
 			maro_warn("reading %s from the terminal; end with ^D",
 			    json_in ? "JSON messages, one per line," : "a CBOR message stream");
@@ -378,7 +388,7 @@ main(int argc, char **argv)
 		maro_reply_free(&rp);
 	maro_writer_free(&out);
 	maro_buf_free(&line);
-	free(b.data);
-	free(b.dests);
+	maro_strv_free(&b->data);
+	maro_strv_free(&b->dests);
 	return MARO_EXIT_OK;
 }

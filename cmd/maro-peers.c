@@ -16,19 +16,26 @@
 /* how long one request of --serve may wait on the registry */
 #define SCRAPE_BUDGET_US 1000000
 
-enum { OPT_WATCH = 256, OPT_STATUS, OPT_SERVE };
 enum { FMT_TEXT, FMT_JSON, FMT_PROMETHEUS };
 
 static const char *const synopsis[] = { "", NULL };
 
+/* What the command line gave: the bound rows of opts[] write here. */
+static struct args {
+	struct out *o;
+	int watching, summary;
+	const char *serve;
+} args;
+
 static const struct maro_opt opts[] = {
 	MARO_OPT_SHARED_AS(MARO_SH_PREFIX, "only the peers whose name starts with PREFIX", 0),
-	{ "format", 'f', "text|json|prometheus", "text (the default), json, or with --status prometheus",
-	    NULL, 'f', 0, 0 },
-	{ "status", 0, NULL, "the cluster's summary: its hosts, types, pools and counters", NULL, OPT_STATUS, 0, 0 },
-	{ "serve", 0, "ADDR", "serve the status page, /status.json and /metrics on [HOST:]PORT", NULL,
-	    OPT_SERVE, 0, 0 },
-	{ "watch", 0, NULL, "then write each join and leave as it happens", NULL, OPT_WATCH, 0, 0 },
+	MARO_OPT_OWN("format", 'f', "text|json|prometheus", "text (the default), json, or with --status "
+	    "prometheus", 'f'),
+	MARO_OPT_FLAG("status", 0, "the cluster's summary: its hosts, types, pools and counters",
+	    &args.summary),
+	MARO_OPT_STR("serve", 0, "ADDR", "serve the status page, /status.json and /metrics on [HOST:]PORT",
+	    &args.serve),
+	MARO_OPT_FLAG("watch", 0, "then write each join and leave as it happens", &args.watching),
 	MARO_OPT_SHARED_AS(MARO_SH_QUIET, "with -e: list nothing, only wait", 0),
 	{ 0 },
 };
@@ -275,12 +282,6 @@ open_registry(struct maro_common *cm, const char *group, int64_t *deadline, char
 	return r;
 }
 
-struct args {
-	struct out *o;
-	int watching, summary;
-	const char *serve;
-};
-
 static void
 own(void *arg, int key, char *val)
 {
@@ -293,9 +294,6 @@ own(void *arg, int key, char *val)
 		a->o->json = !strcmp(val, "json");
 		a->o->fmt = a->o->json ? FMT_JSON : !strcmp(val, "text") ? FMT_TEXT : FMT_PROMETHEUS;
 		break;
-	case OPT_SERVE: a->serve = val; break;
-	case OPT_WATCH: a->watching = 1; break;
-	case OPT_STATUS: a->summary = 1; break;
 	}
 }
 
@@ -305,7 +303,6 @@ main(int argc, char **argv)
 	struct maro_common cm;
 	struct maro_registry *r;
 	struct out o = { 0, 0, FMT_TEXT, { 0 } };
-	struct args a = { &o, 0, 0, NULL };
 	const char *group;
 	int64_t deadline;
 	int status = 0;
@@ -313,22 +310,23 @@ main(int argc, char **argv)
 
 	maro_cli_init(argv[0]);
 	maro_common_init(&cm);
-	maro_opt_parse(&tool, &cm, argc, argv, own, &a);
+	args.o = &o;
+	maro_opt_parse(&tool, &cm, argc, argv, own, &args);
 	o.quiet = cm.quiet;
-	if (o.fmt == FMT_PROMETHEUS && !a.summary)
+	if (o.fmt == FMT_PROMETHEUS && !args.summary)
 		maro_usage_error("-f prometheus is a form of --status (give --status)");
-	if (o.fmt == FMT_PROMETHEUS && a.watching)
+	if (o.fmt == FMT_PROMETHEUS && args.watching)
 		maro_usage_error("-f prometheus does not go with --watch (--serve serves the metrics)");
-	if (a.serve && (a.watching || a.summary))
+	if (args.serve && (args.watching || args.summary))
 		maro_usage_error("--serve does not go with --watch or --status");
 	group = cm.co.group ? cm.co.group : getenv("MARO_GROUP");
 	if (!group || !*group)
 		group = "maro";	/* as maro_tool_registry reads it */
-	if ((a.serve || o.fmt == FMT_PROMETHEUS) && !cm.nexpect)
+	if ((args.serve || o.fmt == FMT_PROMETHEUS) && !cm.nexpect)
 		r = open_registry(&cm, group, &deadline, errbuf, sizeof errbuf);
 	else
 		r = maro_tool_registry(&cm, &deadline);
-	if (!r && !a.serve) {
+	if (!r && !args.serve) {
 		/* -f prometheus: the outage as a metric too, for a textfile collector */
 		put(&o, maro_view_prometheus(&o.b, NULL, -1, group));
 		maro_warn("%s", errbuf);
@@ -338,11 +336,11 @@ main(int argc, char **argv)
 	}
 	if (r && cm.nexpect)
 		status = maro_cli_expect_wait(r, cm.expect, cm.nexpect, deadline);
-	if (status == 0 && a.serve)
-		status = serve(&r, cm.co.registry_url, group, cm.prefix, a.serve, deadline);
-	else if (status == 0 && a.summary)
-		status = status_view(r, group, cm.prefix, &o, a.watching, deadline);
-	else if (status == 0 && a.watching)
+	if (status == 0 && args.serve)
+		status = serve(&r, cm.co.registry_url, group, cm.prefix, args.serve, deadline);
+	else if (status == 0 && args.summary)
+		status = status_view(r, group, cm.prefix, &o, args.watching, deadline);
+	else if (status == 0 && args.watching)
 		status = watch(r, cm.prefix, &o, deadline);
 	else if (status == 0 && !(cm.nexpect && o.quiet))
 		status = show(r, cm.prefix, &o);

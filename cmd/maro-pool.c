@@ -21,39 +21,12 @@
 #include "maro.h"
 #include "scheduler.h"
 
-enum { OPT_JOBS = 256, OPT_JOBS_OLD, OPT_TYPE, OPT_CPUS, OPT_MAX_RESTARTS, OPT_WINDOW, OPT_CONFIG, OPT_NAME, OPT_GRACE };
+enum { OPT_JOBS = 256, OPT_JOBS_OLD, OPT_MAX_RESTARTS, OPT_WINDOW, OPT_NAME };
 
 static const char *const synopsis[] = { "-- COMMAND [ARG...]", "--config FILE [options]", NULL };
 
-static const struct maro_opt opts[] = {
-	{ "jobs", 'j', "N", "keep N jobs alive (default: one per CPU of --cpus, or online)", NULL,
-	    OPT_JOBS, 0, 0 },
-	/* -n N, the old spelling: -n is a name in every other tool */
-	{ "old-n", 'n', "N", NULL, NULL, OPT_JOBS_OLD, MARO_OPT_HIDDEN, 0 },
-	{ "type", 'T', "TYPE", "the jobs' type: they are named TYPE.HOST.I (default worker)", NULL,
-	    OPT_TYPE, 0, 0 },
-	{ "cpus", 0, "LIST", "pin job I to the I-th CPU of LIST (0-3,8)", NULL, OPT_CPUS, 0, 0 },
-	{ "max-restarts", 0, "K", "give a job up after K restarts in the window (default 10)", NULL,
-	    OPT_MAX_RESTARTS, 0, 0 },
-	{ "restart-window", 0, "DUR", "the window of --max-restarts (default 1m)", NULL, OPT_WINDOW,
-	    0, 0 },
-	{ "config", 0, "FILE", "the types, counts, CPUs and commands, one line each", NULL,
-	    OPT_CONFIG, 0, 0 },
-	{ "name", 0, "NAME", "the pool's own name (default pool.HOST)", NULL, OPT_NAME, 0, 0 },
-	{ "grace", 0, "DUR", "between SIGTERM and SIGKILL when stopping (default 5s)", NULL, OPT_GRACE,
-	    0, 0 },
-	MARO_OPT_SHARED_AS(MARO_SH_TIMEOUT, "stop the jobs after DUR", 0),
-	MARO_OPT_SHARED_AS(MARO_SH_QUIET, "say nothing of jobs that end", 0),
-	{ 0 },
-};
-
-static const struct maro_tool tool = {
-	"Keep N job processes alive on this host, each under its own name; restart the dead.",
-	synopsis, opts, MARO_SH(GROUP) | MARO_SH(REGISTRY) | MARO_SH(KEYFILE),
-	MARO_TOOL_OPERANDS | MARO_TOOL_STOP_AT_OPERAND,
-};
-
-struct pool {
+/* The run, at file scope so that the rows of opts[] can bind to it. */
+static struct pool {
 	struct maro_jobs js;
 	int64_t grace_us;
 	int quiet;
@@ -63,6 +36,40 @@ struct pool {
 	struct maro_outbox *ob;
 	struct maro_buf enc;
 	char info[MARO_INFO_MAX + 1];
+} pool;
+
+/* What else the command line gave. */
+static struct args {
+	const char *type, *cpus, *config;
+	unsigned long njobs;
+} args = { .type = "worker" };
+
+static const struct maro_opt opts[] = {
+	MARO_OPT_OWN("jobs", 'j', "N", "keep N jobs alive (default: one per CPU of --cpus, or online)",
+	    OPT_JOBS),
+	/* -n N, the old spelling: -n is a name in every other tool */
+	{ .name = "old-n", .letter = 'n', .arg = "N", .key = OPT_JOBS_OLD, .flags = MARO_OPT_HIDDEN },
+	MARO_OPT_STR("type", 'T', "TYPE", "the jobs' type: they are named TYPE.HOST.I (default worker)",
+	    &args.type),
+	MARO_OPT_STR("cpus", 0, "LIST", "pin job I to the I-th CPU of LIST (0-3,8)", &args.cpus),
+	MARO_OPT_OWN("max-restarts", 0, "K", "give a job up after K restarts in the window (default 10)",
+	    OPT_MAX_RESTARTS),
+	MARO_OPT_OWN("restart-window", 0, "DUR", "the window of --max-restarts (default 1m)",
+	    OPT_WINDOW),
+	MARO_OPT_STR("config", 0, "FILE", "the types, counts, CPUs and commands, one line each",
+	    &args.config),
+	MARO_OPT_OWN("name", 0, "NAME", "the pool's own name (default pool.HOST)", OPT_NAME),
+	MARO_OPT_DURATION("grace", 0, "DUR", "between SIGTERM and SIGKILL when stopping (default 5s)",
+	    &pool.grace_us),
+	MARO_OPT_SHARED_AS(MARO_SH_TIMEOUT, "stop the jobs after DUR", 0),
+	MARO_OPT_SHARED_AS(MARO_SH_QUIET, "say nothing of jobs that end", 0),
+	{ 0 },
+};
+
+static const struct maro_tool tool = {
+	"Keep N job processes alive on this host, each under its own name; restart the dead.",
+	synopsis, opts, MARO_SH(GROUP) | MARO_SH(REGISTRY) | MARO_SH(KEYFILE),
+	MARO_TOOL_OPERANDS | MARO_TOOL_STOP_AT_OPERAND,
 };
 
 static void
@@ -187,17 +194,10 @@ stop_all(struct pool *pl)
 	}
 }
 
-struct args {
-	struct pool *pl;
-	const char *type, *cpus, *config;
-	unsigned long njobs;
-};
-
 static void
 own(void *arg, int key, char *val)
 {
-	struct args *a = arg;
-	struct pool *pl = a->pl;
+	struct pool *pl = arg;
 
 	switch (key) {
 	case OPT_JOBS_OLD:
@@ -205,12 +205,10 @@ own(void *arg, int key, char *val)
 		    "other tools");
 		/* FALLTHROUGH */
 	case OPT_JOBS:
-		a->njobs = maro_cli_count("-j", val);
-		if (a->njobs < 1 || a->njobs > MARO_JOBS_MAX)
+		args.njobs = maro_cli_count("-j", val);
+		if (args.njobs < 1 || args.njobs > MARO_JOBS_MAX)
 			maro_usage_error("-j must be 1 to %d", MARO_JOBS_MAX);
 		break;
-	case OPT_TYPE: a->type = val; break;
-	case OPT_CPUS: a->cpus = val; break;
 	case OPT_MAX_RESTARTS:
 		pl->js.max_restarts = (unsigned)maro_cli_count("--max-restarts", val);
 		if (pl->js.max_restarts > MARO_JOBS_MAX_RESTARTS)
@@ -221,13 +219,11 @@ own(void *arg, int key, char *val)
 		if (pl->js.window_us <= 0)
 			maro_usage_error("--restart-window must be positive");
 		break;
-	case OPT_CONFIG: a->config = val; break;
 	case OPT_NAME:
 		snprintf(pl->name, sizeof pl->name, "%s", val);
 		if (strlen(val) > MARO_NAME_MAX || !maro_name_valid(val) || val[0] == '~')
 			maro_usage_error("invalid --name (letters, digits, '.', '_', '-')");
 		break;
-	case OPT_GRACE: pl->grace_us = maro_cli_duration("--grace", val); break;
 	}
 }
 
@@ -235,9 +231,8 @@ int
 main(int argc, char **argv)
 {
 	struct maro_common cm;
-	struct pool pl = { 0 };
-	struct args a = { &pl, "worker", NULL, NULL, 0 };
-	struct maro_jobs *js = &pl.js;
+	struct pool *pl = &pool;
+	struct maro_jobs *js = &pl->js;
 	struct maro_buf err = { 0 };
 	char errbuf[512], host[64];
 	struct maro_loop l;
@@ -247,15 +242,15 @@ main(int argc, char **argv)
 	maro_cli_init(argv[0]);
 	js->max_restarts = 10;
 	js->window_us = 60000000;
-	pl.grace_us = 5000000;
+	pl->grace_us = 5000000;
 	maro_common_init(&cm);
-	optind = maro_opt_parse(&tool, &cm, argc, argv, own, &a);
-	pl.quiet = cm.quiet;
-	if (a.config) {
-		if (optind < argc || a.njobs || a.cpus || strcmp(a.type, "worker"))
+	optind = maro_opt_parse(&tool, &cm, argc, argv, own, pl);
+	pl->quiet = cm.quiet;
+	if (args.config) {
+		if (optind < argc || args.njobs || args.cpus || strcmp(args.type, "worker"))
 			maro_usage_error("--config gives the types, counts, CPUs and commands: no -j, -T, "
 			    "--cpus or COMMAND with it");
-		if (maro_jobs_config_read(js, a.config, &err) < 0) {
+		if (maro_jobs_config_read(js, args.config, &err) < 0) {
 			if (!err.len || maro_buf_cstr(&err) < 0)
 				maro_die(MARO_EXIT_SOFTWARE, "out of memory");
 			maro_die(MARO_EXIT_USAGE, "%s", (char *)err.p);
@@ -265,23 +260,23 @@ main(int argc, char **argv)
 
 		if (optind >= argc)
 			maro_usage_error("no command (maro-pool -j N -- COMMAND [ARG...])");
-		if (!maro_jobs_type_valid(a.type))
-			maro_usage_error("invalid type '%s' (letters, digits, '-')", a.type);
-		snprintf(t->name, sizeof t->name, "%s", a.type);
+		if (!maro_jobs_type_valid(args.type))
+			maro_usage_error("invalid type '%s' (letters, digits, '-')", args.type);
+		snprintf(t->name, sizeof t->name, "%s", args.type);
 		t->argv = argv + optind;
-		if (a.cpus && maro_jobs_cpus_parse(a.cpus, &t->cpus, &t->ncpus, errbuf, sizeof errbuf) < 0) {
+		if (args.cpus && maro_jobs_cpus_parse(args.cpus, &t->cpus, &t->ncpus, errbuf, sizeof errbuf) < 0) {
 			if (errno == ENOMEM)
 				maro_die(MARO_EXIT_SOFTWARE, "out of memory");
 			maro_usage_error("%s", errbuf);
 		}
-		if (!a.njobs) {
+		if (!args.njobs) {
 			/* under a scheduler, the CPUs it gave the job on this node */
 			long online = sysconf(_SC_NPROCESSORS_ONLN);
 			unsigned long given = maro_scheduler_cpus();
 
-			a.njobs = t->cpus ? t->ncpus : given ? given : online > 0 ? (unsigned long)online : 1;
+			args.njobs = t->cpus ? t->ncpus : given ? given : online > 0 ? (unsigned long)online : 1;
 		}
-		t->count = a.njobs;
+		t->count = args.njobs;
 	}
 
 	maro_jobs_host(host, sizeof host);
@@ -290,9 +285,9 @@ main(int argc, char **argv)
 			maro_usage_error("at most %d jobs in all", MARO_JOBS_MAX);
 		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
 	}
-	if (!pl.name[0])
-		snprintf(pl.name, sizeof pl.name, "pool.%s", host);
-	js->pool = pl.name;
+	if (!pl->name[0])
+		snprintf(pl->name, sizeof pl->name, "pool.%s", host);
+	js->pool = pl->name;
 	js->group = cm.co.group ? cm.co.group : getenv("MARO_GROUP");
 	if (!js->group || !*js->group)
 		js->group = "maro";
@@ -306,69 +301,69 @@ main(int argc, char **argv)
 	maro_cli_catch_signals();
 	if ((chld_fd = maro_jobs_watch()) < 0)
 		maro_die(MARO_EXIT_SOFTWARE, "pipe: %s", strerror(errno));
-	pl.c = maro_tool_ctx(&cm);
-	cm.name = pl.name;
+	pl->c = maro_tool_ctx(&cm);
+	cm.name = pl->name;
 	cm.type = "pool";
-	pl.ib = maro_tool_inbox(pl.c, &cm, "another pool here? give this one --name");
-	pl.ob = maro_outbox_new(pl.c, NULL, NULL, &pl);
-	if (!pl.ob)
+	pl->ib = maro_tool_inbox(pl->c, &cm, "another pool here? give this one --name");
+	pl->ob = maro_outbox_new(pl->c, NULL, NULL, pl);
+	if (!pl->ob)
 		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
 
 	for (i = 0; i < js->njobs; i++)
-		if (start(&pl, &js->jobs[i]) < 0) {
+		if (start(pl, &js->jobs[i]) < 0) {
 			status = MARO_EXIT_USAGE;
-			stop_all(&pl);
+			stop_all(pl);
 			goto out;
 		}
-	update_info(&pl);
-	maro_info("%zu jobs started; pool '%s'", js->njobs, pl.name);
+	update_info(pl);
+	maro_info("%zu jobs started; pool '%s'", js->njobs, pl->name);
 
-	maro_loop_init(&l, pl.c, cm.timeout >= 0 ? maro_now_us() + cm.timeout : INT64_MAX, 1);
+	maro_loop_init(&l, pl->c, cm.timeout >= 0 ? maro_now_us() + cm.timeout : INT64_MAX, 1);
 	while (!finished) {
 		struct maro_delivery dl;
 		int changed = 0;
 
-		changed += reap(&pl, 0);
+		changed += reap(pl, 0);
 		maro_loop_begin(&l);
 		for (i = 0; i < js->njobs; i++)
 			if (maro_jobs_due(&js->jobs[i], l.now)) {
-				if (start(&pl, &js->jobs[i]) < 0)
+				if (start(pl, &js->jobs[i]) < 0)
 					js->jobs[i].state = MARO_JOB_GAVE_UP;
 				changed++;
 			}
 		finished = !maro_jobs_active(js);
 		if (changed)
-			update_info(&pl);
-		while (maro_inbox_next(pl.ib, &dl) == 1)
-			answer(&pl, &dl);
-		maro_outbox_run(pl.ob);
-		maro_inbox_flush(pl.ib);
+			update_info(pl);
+		while (maro_inbox_next(pl->ib, &dl) == 1)
+			answer(pl, &dl);
+		maro_outbox_run(pl->ob);
+		maro_inbox_flush(pl->ib);
 		if ((status = maro_loop_stop(&l)) != 0) {
 			stopping = 1;
 			break;
 		}
-		maro_loop_beat(&l, pl.ib);
+		maro_loop_beat(&l, pl->ib);
 		if (finished)
 			break;
-		maro_loop_inbox(&l, pl.ib);
+		maro_loop_inbox(&l, pl->ib);
 		maro_loop_fd(&l, chld_fd, MARO_LOOP_IN);
-		maro_loop_outbox(&l, pl.ob);
+		maro_loop_outbox(&l, pl->ob);
 		maro_loop_at(&l, maro_jobs_wake(js, INT64_MAX));
 		maro_loop_wait(&l);
 	}
 	if (stopping)
-		stop_all(&pl);
+		stop_all(pl);
 	if (status == MARO_EXIT_OK)
 		for (i = 0; i < js->njobs; i++)
 			if (js->jobs[i].state == MARO_JOB_GAVE_UP)
 				status = MARO_EXIT_INCOMPLETE;
 	maro_loop_free(&l);
 out:
-	maro_outbox_free(pl.ob);
-	maro_cli_report_malformed(pl.ib);
-	maro_inbox_close(pl.ib);
-	maro_ctx_close(pl.c);
+	maro_outbox_free(pl->ob);
+	maro_cli_report_malformed(pl->ib);
+	maro_inbox_close(pl->ib);
+	maro_ctx_close(pl->c);
 	maro_jobs_free(js);
-	maro_buf_free(&pl.enc);
+	maro_buf_free(&pl->enc);
 	return status;
 }

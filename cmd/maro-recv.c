@@ -12,20 +12,32 @@
 #include "maro.h"
 #include "strset.h"
 
-enum { OPT_IDLE = 256, OPT_TAG, OPT_FROM, OPT_SESSION, OPT_SESSIONS_FROM };
+enum { OPT_SESSION = 256, OPT_SESSIONS_FROM };
 
 static const char *const synopsis[] = { "", NULL };
 
+struct filter {
+	struct maro_strv tags, froms;
+	struct maro_strset sessions;	/* replies still expected, per session id */
+	int by_session;
+};
+
+/* What the command line gave: the bound rows of opts[] write here. */
+static struct args {
+	struct filter f;
+	uint64_t count;
+	int counted;		/* -C given: 0 is a count too (head -n 0) */
+	int64_t idle;
+} args = { .idle = -1 };
+
 static const struct maro_opt opts[] = {
-	{ "count", 'C', "N", "exit after N messages", NULL, 'C', 0, 0 },
-	{ "idle-timeout", 0, "DUR", "exit after DUR without a message", NULL, OPT_IDLE, 0, 0 },
-	{ "tag", 0, "TAG", "only messages with this tag", NULL, OPT_TAG, MARO_OPT_REPEAT, 0 },
-	{ "from", 0, "PREFIX", "only messages from a source starting with PREFIX", NULL, OPT_FROM,
-	    MARO_OPT_REPEAT, 0 },
-	{ "session", 0, "ID", "only the reply in session ID, then exit", NULL, OPT_SESSION,
-	    MARO_OPT_REPEAT, 0 },
-	{ "sessions-from", 0, "FILE", "the replies to the requests of FILE (an --async output)", NULL,
-	    OPT_SESSIONS_FROM, 0, 0 },
+	MARO_OPT_OWN("count", 'C', "N", "exit after N messages", 'C'),
+	MARO_OPT_DURATION("idle-timeout", 0, "DUR", "exit after DUR without a message", &args.idle),
+	MARO_OPT_STRV("tag", 0, "TAG", "only messages with this tag", &args.f.tags),
+	MARO_OPT_STRV("from", 0, "PREFIX", "only messages from a source starting with PREFIX",
+	    &args.f.froms),
+	{ .name = "session", .arg = "ID", .help = "only the reply in session ID, then exit", .key = OPT_SESSION, .flags = MARO_OPT_REPEAT },
+	MARO_OPT_OWN("sessions-from", 0, "FILE", "the replies to the requests of FILE (an --async output)", OPT_SESSIONS_FROM),
 	MARO_OPT_SHARED_AS(MARO_SH_QUIET, "say nothing at -W", 0),
 	{ 0 },
 };
@@ -35,13 +47,6 @@ static const struct maro_tool tool = {
 	synopsis, opts, MARO_SH_MEMBER | MARO_SH_INBOX | MARO_SH(FORMAT) | MARO_SH(TIMEOUT) | MARO_SH(ADVERTISE) |
 	    MARO_SH(MAX_SIZE),
 	MARO_TOOL_NEEDS_NAME,
-};
-
-struct filter {
-	char **tags, **froms;
-	size_t ntags, nfroms;
-	struct maro_strset sessions;	/* replies still expected, per session id */
-	int by_session;
 };
 
 /* Every message of FILE (the output of an --async tool) expects one reply in its session. */
@@ -84,15 +89,15 @@ wanted(struct filter *f, const struct maro_msg *m)
 	size_t i;
 	int ok;
 
-	if (f->ntags) {
-		for (ok = 0, i = 0; i < f->ntags && !ok; i++)
-			ok = maro_str_eq(m->tag, f->tags[i]);
+	if (f->tags.n) {
+		for (ok = 0, i = 0; i < f->tags.n && !ok; i++)
+			ok = maro_str_eq(m->tag, f->tags.v[i]);
 		if (!ok)
 			return 0;
 	}
-	if (f->nfroms) {
-		for (ok = 0, i = 0; i < f->nfroms && !ok; i++)
-			ok = maro_str_has_prefix(m->source, f->froms[i]);
+	if (f->froms.n) {
+		for (ok = 0, i = 0; i < f->froms.n && !ok; i++)
+			ok = maro_str_has_prefix(m->source, f->froms.v[i]);
 		if (!ok)
 			return 0;
 	}
@@ -108,13 +113,6 @@ say_missing(void *arg, const char *key, size_t len, unsigned count)
 	maro_warn("no reply in session %.*s (%u missing)", (int)len, key, count);
 }
 
-struct args {
-	struct filter f;
-	uint64_t count;
-	int counted;		/* -C given: 0 is a count too (head -n 0) */
-	int64_t idle;
-};
-
 static void
 own(void *arg, int key, char *val)
 {
@@ -122,9 +120,6 @@ own(void *arg, int key, char *val)
 
 	switch (key) {
 	case 'C': a->count = maro_cli_count("-C", val); a->counted = 1; break;
-	case OPT_IDLE: a->idle = maro_cli_duration("--idle-timeout", val); break;
-	case OPT_TAG: maro_strv_push(&a->f.tags, &a->f.ntags, val); break;
-	case OPT_FROM: maro_strv_push(&a->f.froms, &a->f.nfroms, val); break;
 	case OPT_SESSION:
 		maro_strset_add(&a->f.sessions, val, strlen(val));
 		a->f.by_session = 1;
@@ -155,7 +150,6 @@ int
 main(int argc, char **argv)
 {
 	struct maro_common cm;
-	struct args a = { .idle = -1 };
 	struct filter f;
 	struct maro_writer w;
 	struct maro_buf line = { 0 };
@@ -170,16 +164,16 @@ main(int argc, char **argv)
 
 	maro_cli_init(argv[0]);
 	maro_common_init(&cm);
-	maro_opt_parse(&tool, &cm, argc, argv, own, &a);
-	f = a.f;
-	count = a.count;
-	idle = a.idle;
+	maro_opt_parse(&tool, &cm, argc, argv, own, &args);
+	f = args.f;
+	count = args.count;
+	idle = args.idle;
 	fmt = cm.format;
 	name = cm.name;
 	quiet = cm.quiet;
-	if (f.by_session && a.counted)
+	if (f.by_session && args.counted)
 		maro_usage_error("-C and --session/--sessions-from do not go together");
-	if ((f.by_session && f.sessions.used == 0) || (a.counted && count == 0))
+	if ((f.by_session && f.sessions.used == 0) || (args.counted && count == 0))
 		return 0;	/* no session to wait for, or no message to take: done */
 
 	cm.co.peers = 1;	/* an inbox, connected to no one (transport.h) */
@@ -261,8 +255,8 @@ out:
 	maro_writer_free(&w);
 	maro_buf_free(&line);
 	maro_strset_free(&f.sessions);
-	free(f.tags);
-	free(f.froms);
+	maro_strv_free(&f.tags);
+	maro_strv_free(&f.froms);
 	return status;
 out_write:
 	/* EPIPE: the reader went away; what was not written is not acknowledged */

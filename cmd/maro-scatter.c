@@ -17,46 +17,12 @@
 #include "maro.h"
 #include "scatter.h"
 
-enum {
-	OPT_WINDOW = 256, OPT_ORDERED, OPT_ASYNC, OPT_JSON_LINES, OPT_PROGRESS, OPT_RETRIES,
-	OPT_TASK_TIMEOUT, OPT_FAILED, OPT_JOBLOG, OPT_RESUME,
-};
+enum { OPT_WINDOW = 256, OPT_PROGRESS, OPT_RETRIES, OPT_TASK_TIMEOUT };
 
 static const char *const synopsis[] = { "< tasks", NULL };
 
-static const struct maro_opt opts[] = {
-	MARO_OPT_SHARED_AS(MARO_SH_PREFIX, "a work queue over the live peers whose name starts "
-	    "with PREFIX", 0),
-	{ "window", 0, "N", "unanswered tasks per peer (default 1)", NULL, OPT_WINDOW, 0, 0 },
-	{ "ordered", 0, NULL, "write the replies in input order", NULL, OPT_ORDERED, 0, 0 },
-	{ "async", 0, NULL, "write the tasks as acknowledged; replies go to -n NAME", NULL,
-	    OPT_ASYNC, 0, 0 },
-	{ "tag", 't', "TAG", "read payload lines: one task with this tag per line", NULL, 't', 0, 0 },
-	{ "json-lines", 0, NULL, "with -t: each line is a JSON payload", NULL, OPT_JSON_LINES, 0, 0 },
-	{ "progress", 0, "DUR", "say done/failed/left and an ETA every DUR (default 10s)", NULL,
-	    OPT_PROGRESS, MARO_OPT_OPTIONAL, 0 },
-	{ "retries", 0, "N", "give a task up after N failed attempts", NULL, OPT_RETRIES, 0, 0 },
-	{ "task-timeout", 0, "DUR", "an attempt unanswered after DUR failed", NULL, OPT_TASK_TIMEOUT,
-	    0, 0 },
-	{ "failed", 0, "FILE", "write the tasks given up to FILE", NULL, OPT_FAILED, 0, 0 },
-	{ "joblog", 0, "FILE", "write a record of each task that ended to FILE", NULL, OPT_JOBLOG, 0, 0 },
-	{ "resume", 0, NULL, "with --joblog: run only what the log has not done, and add to it", NULL,
-	    OPT_RESUME, 0, 0 },
-	MARO_OPT_SHARED_AS(MARO_SH_QUIET, "say nothing of what was not answered", 0),
-	{ 0 },
-};
-
-static const struct maro_tool tool = {
-	"Distribute tasks over peers and write their replies.",
-	synopsis, opts, MARO_SH_MEMBER | MARO_SH(EXPECT) | MARO_SH(TIMEOUT) | MARO_SH(FORMAT) | MARO_SH(ADVERTISE) |
-	    MARO_SH(MAX_SIZE),
-	0,
-};
-
-/* tasks read ahead of the peers, at most (fewer than 64 peers x window 8 starve them) */
-#define QUEUE_MAX 1024
-
-struct scatter {
+/* The run, at file scope so that the rows of opts[] can bind to it. */
+static struct scatter {
 	struct maro_scatter sc;
 	int quiet, tty;
 	struct maro_tool_out out;
@@ -73,7 +39,40 @@ struct scatter {
 	const char *log_path;
 	int resume;
 	struct maro_joblog_file log;	/* --joblog: a record per task ended, written out each round */
+} scatter;
+
+static const struct maro_opt opts[] = {
+	MARO_OPT_SHARED_AS(MARO_SH_PREFIX, "a work queue over the live peers whose name starts "
+	    "with PREFIX", 0),
+	MARO_OPT_OWN("window", 0, "N", "unanswered tasks per peer (default 1)", OPT_WINDOW),
+	MARO_OPT_FLAG("ordered", 0, "write the replies in input order", &scatter.sc.q.ordered),
+	MARO_OPT_FLAG("async", 0, "write the tasks as acknowledged; replies go to -n NAME",
+	    &scatter.sc.async),
+	MARO_OPT_STR("tag", 't', "TAG", "read payload lines: one task with this tag per line",
+	    &scatter.sc.in.tag),
+	MARO_OPT_FLAG("json-lines", 0, "with -t: each line is a JSON payload", &scatter.sc.in.json_lines),
+	{ .name = "progress", .arg = "DUR", .help = "say done/failed/left and an ETA every DUR "
+	    "(default 10s)", .key = OPT_PROGRESS, .flags = MARO_OPT_OPTIONAL },
+	MARO_OPT_OWN("retries", 0, "N", "give a task up after N failed attempts", OPT_RETRIES),
+	MARO_OPT_OWN("task-timeout", 0, "DUR", "an attempt unanswered after DUR failed", OPT_TASK_TIMEOUT),
+	MARO_OPT_STR("failed", 0, "FILE", "write the tasks given up to FILE", &scatter.failed_path),
+	MARO_OPT_STR("joblog", 0, "FILE", "write a record of each task that ended to FILE",
+	    &scatter.log_path),
+	MARO_OPT_FLAG("resume", 0, "with --joblog: run only what the log has not done, and add to it",
+	    &scatter.resume),
+	MARO_OPT_SHARED_AS(MARO_SH_QUIET, "say nothing of what was not answered", 0),
+	{ 0 },
 };
+
+static const struct maro_tool tool = {
+	"Distribute tasks over peers and write their replies.",
+	synopsis, opts, MARO_SH_MEMBER | MARO_SH(EXPECT) | MARO_SH(TIMEOUT) | MARO_SH(FORMAT) | MARO_SH(ADVERTISE) |
+	    MARO_SH(MAX_SIZE),
+	0,
+};
+
+/* tasks read ahead of the peers, at most (fewer than 64 peers x window 8 starve them) */
+#define QUEUE_MAX 1024
 
 /* A task's place in the input, for people: "line 5", "message 5". */
 #define PLACE(s, seq) (s)->sc.in.tag ? "line" : "message", (unsigned long long)(seq)
@@ -222,10 +221,6 @@ own(void *arg, int key, char *val)
 		if (s->sc.q.window < 1 || s->sc.q.window > 65536)
 			maro_usage_error("--window must be 1 to 65536");
 		break;
-	case OPT_ORDERED: s->sc.q.ordered = 1; break;
-	case OPT_ASYNC: s->sc.async = 1; break;
-	case 't': s->sc.in.tag = val; break;
-	case OPT_JSON_LINES: s->sc.in.json_lines = 1; break;
 	case OPT_PROGRESS:
 		s->progress_every = val ? maro_cli_duration("--progress", val) : 10000000;
 		if (s->progress_every < 100000)
@@ -241,9 +236,6 @@ own(void *arg, int key, char *val)
 		if (s->sc.task_timeout < 1000)
 			maro_usage_error("--task-timeout must be 1ms or more");
 		break;
-	case OPT_FAILED: s->failed_path = val; break;
-	case OPT_JOBLOG: s->log_path = val; break;
-	case OPT_RESUME: s->resume = 1; break;
 	}
 }
 
@@ -314,8 +306,8 @@ int
 main(int argc, char **argv)
 {
 	struct maro_common cm;
-	struct scatter s = { 0 };
-	struct maro_scatter *sc = &s.sc;
+	struct scatter *s = &scatter;
+	struct maro_scatter *sc = &s->sc;
 	char errbuf[512];
 	struct maro_err err;
 	struct maro_loop l = { 0 };
@@ -323,69 +315,69 @@ main(int argc, char **argv)
 	int status = MARO_EXIT_OK;
 
 	maro_cli_init(argv[0]);
-	s.failed_w.fd = s.log.fd = -1;
+	s->failed_w.fd = s->log.fd = -1;
 	sc->q.window = 1;
 	maro_common_init(&cm);
-	maro_opt_parse(&tool, &cm, argc, argv, own, &s);
+	maro_opt_parse(&tool, &cm, argc, argv, own, s);
 	sc->prefix = cm.prefix;
-	s.quiet = cm.quiet;
-	if (s.quiet)
-		s.progress_every = 0;	/* -q says nothing, --progress included: no timer for it */
+	s->quiet = cm.quiet;
+	if (s->quiet)
+		s->progress_every = 0;	/* -q says nothing, --progress included: no timer for it */
 	if (sc->in.json_lines && !sc->in.tag)
 		maro_usage_error("--json-lines needs -t TAG");
 	if (sc->async && sc->q.ordered)
 		maro_usage_error("--async and --ordered do not go together");
 	if (sc->async && !cm.name)
 		maro_usage_error("--async needs a name for the replies (-n NAME)");
-	if ((sc->task_timeout || sc->q.retries || s.failed_path) && (!sc->prefix || sc->async))
+	if ((sc->task_timeout || sc->q.retries || s->failed_path) && (!sc->prefix || sc->async))
 		maro_usage_error("--retries, --task-timeout and --failed need -P PREFIX, without --async");
-	if (s.resume && !s.log_path)
+	if (s->resume && !s->log_path)
 		maro_usage_error("--resume needs --joblog FILE");
-	if (s.log_path && sc->async)
+	if (s->log_path && sc->async)
 		maro_usage_error("--joblog needs replies: not with --async");
-	if (s.log_path && maro_scatter_joblog(sc, &s.log, s.log_path, s.resume, &err) < 0) {
+	if (s->log_path && maro_scatter_joblog(sc, &s->log, s->log_path, s->resume, &err) < 0) {
 		if (errno == EINVAL)
-			maro_die(MARO_EXIT_DATAERR, "'%s' line %llu: %s", s.log_path,
+			maro_die(MARO_EXIT_DATAERR, "'%s' line %llu: %s", s->log_path,
 			    (unsigned long long)err.offset, err.msg);
 		maro_die(MARO_EXIT_UNAVAILABLE, "%s", err.msg);
 	}
-	if (s.failed_path && maro_writer_open(&s.failed_w, s.failed_path) < 0)
-		maro_die(MARO_EXIT_UNAVAILABLE, "cannot open '%s': %s", s.failed_path, strerror(errno));
+	if (s->failed_path && maro_writer_open(&s->failed_w, s->failed_path) < 0)
+		maro_die(MARO_EXIT_UNAVAILABLE, "cannot open '%s': %s", s->failed_path, strerror(errno));
 	if (isatty(STDIN_FILENO))
 		maro_warn("reading %s from the terminal", sc->in.tag ? "payload lines" : "CBOR messages");
 
 	sc->c = maro_tool_open(&cm, &deadline);
-	s.tty = isatty(STDERR_FILENO);
+	s->tty = isatty(STDERR_FILENO);
 	if ((status = maro_tool_expect(sc->c, &cm, deadline)) != 0)
 		goto out;
 	if (!sc->async && maro_requester_open(&sc->rq, sc->c, cm.name, errbuf, sizeof errbuf) < 0)
 		maro_die(MARO_EXIT_UNAVAILABLE, "cannot open a reply inbox: %s", errbuf);
 	sc->q.put = put;
 	sc->q.given_up = given_up;
-	sc->q.written = s.log_path ? written : NULL;
-	sc->q.arg = &s;
+	sc->q.written = s->log_path ? written : NULL;
+	sc->q.arg = s;
 	sc->left = left;
 	sc->in.need_dest = !sc->prefix;
 	sc->in.source = cm.name;
 	if (maro_scatter_start(sc, cm.name) < 0)
 		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
-	maro_tool_out_init(&s.out, cm.format);
-	maro_reader_init(&s.r, STDIN_FILENO, &sc->c->limits);
-	s.started = maro_now_us();
-	s.next_progress = s.started + s.progress_every;
-	s.last_done_at = s.started;
+	maro_tool_out_init(&s->out, cm.format);
+	maro_reader_init(&s->r, STDIN_FILENO, &sc->c->limits);
+	s->started = maro_now_us();
+	s->next_progress = s->started + s->progress_every;
+	s->last_done_at = s->started;
 	/* without --async, its reply inbox is a member: it beats */
 	maro_loop_init(&l, sc->c, deadline, sc->rq.inbox != NULL);
 	/* the job is listed from its start (maro-peers --status) */
-	maro_scatter_publish(sc, s.started);
+	maro_scatter_publish(sc, s->started);
 
 	for (;;) {
 		int stdin_at = -1, moved, rc;
 
-		if ((moved = maro_scatter_round(sc, &s.r, QUEUE_MAX, maro_now_us())) < 0)
+		if ((moved = maro_scatter_round(sc, &s->r, QUEUE_MAX, maro_now_us())) < 0)
 			maro_die(MARO_EXIT_SOFTWARE, "out of memory");
 		if (sc->input_bad)
-			s.input_status = MARO_EXIT_DATAERR;
+			s->input_status = MARO_EXIT_DATAERR;
 		/* a peer that refused us for want of the key: its tasks are lost to it; stop */
 		if (maro_cli_report_outbox(sc->ob) == EKEYREJECTED) {
 			status = MARO_EXIT_UNAVAILABLE;
@@ -399,15 +391,15 @@ main(int argc, char **argv)
 		if ((rc = maro_scatter_replies(sc)) < 0)
 			maro_die(MARO_EXIT_SOFTWARE, "out of memory");
 		moved |= rc;
-		if ((status = maro_tool_out_flush(&s.out)) != 0)
+		if ((status = maro_tool_out_flush(&s->out)) != 0)
 			goto out;
 		/* after the replies: a record says its reply was written */
-		if (s.log.fd >= 0 && maro_writer_flush(&s.log.w) < 0)
-			maro_die(MARO_EXIT_SOFTWARE, "error writing '%s': %s", s.log_path, strerror(errno));
+		if (s->log.fd >= 0 && maro_writer_flush(&s->log.w) < 0)
+			maro_die(MARO_EXIT_SOFTWARE, "error writing '%s': %s", s->log_path, strerror(errno));
 		/* held a little, so that one frame acknowledges many replies */
 		if (sc->rq.inbox)
 			maro_inbox_flush_due(sc->rq.inbox);
-		progress(&s, 0);
+		progress(s, 0);
 		if (sc->input_done && maro_workq_queued(&sc->q) == 0 && maro_scatter_missing(sc) == 0)
 			break;
 		if ((status = maro_loop_stop(&l)) != 0)
@@ -422,32 +414,32 @@ main(int argc, char **argv)
 			maro_loop_inbox(&l, sc->rq.inbox);
 		maro_loop_outbox(&l, sc->ob);
 		maro_loop_at(&l, maro_scatter_wake(sc, INT64_MAX));
-		if (s.progress_every)
-			maro_loop_at(&l, s.next_progress);
+		if (s->progress_every)
+			maro_loop_at(&l, s->next_progress);
 		/* the live line: what changed since its last redraw, shown within REDRAW_US */
-		if (s.tty && !s.quiet && !s.progress_every)
-			maro_loop_at(&l, s.drawn_at + REDRAW_US);
+		if (s->tty && !s->quiet && !s->progress_every)
+			maro_loop_at(&l, s->drawn_at + REDRAW_US);
 		/* something moved: go round again before sleeping */
 		if (moved)
 			maro_loop_soon(&l);
 		maro_loop_wait(&l);
 		if (stdin_at >= 0 && (maro_loop_ready(&l, stdin_at) & (MARO_LOOP_IN | MARO_LOOP_ERR)) &&
-		    maro_scatter_fill(sc, &s.r) < 0)
-			s.input_status = MARO_EXIT_SOFTWARE;
+		    maro_scatter_fill(sc, &s->r) < 0)
+			s->input_status = MARO_EXIT_SOFTWARE;
 	}
-	progress(&s, 1);
-	status = outcome(&s, status);
+	progress(s, 1);
+	status = outcome(s, status);
 out:
 	maro_loop_free(&l);
 	maro_scatter_end(sc);
 	maro_common_free(&cm);
-	maro_reader_free(&s.r);
+	maro_reader_free(&s->r);
 	maro_ctx_close(sc->c);
-	maro_tool_out_free(&s.out);
-	if (s.failed_w.fd >= 0)
-		close(s.failed_w.fd);
-	maro_writer_free(&s.failed_w);
-	s.log.w.buf.len = 0;	/* here early: its records may be of replies not written */
-	maro_joblog_close(&s.log);
+	maro_tool_out_free(&s->out);
+	if (s->failed_w.fd >= 0)
+		close(s->failed_w.fd);
+	maro_writer_free(&s->failed_w);
+	s->log.w.buf.len = 0;	/* here early: its records may be of replies not written */
+	maro_joblog_close(&s->log);
 	return status;
 }

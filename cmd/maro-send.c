@@ -16,7 +16,6 @@
 #include "send.h"
 #include "requester.h"
 
-enum { OPT_JSON = 256, OPT_TASK, OPT_NOTIFICATION, OPT_ASYNC, OPT_NO_WAIT, OPT_FAIL_FAST };
 
 static const char *const synopsis[] = {
 	"< messages",
@@ -24,34 +23,8 @@ static const char *const synopsis[] = {
 	NULL,
 };
 
-static const struct maro_opt opts[] = {
-	{ "peer", 'p', "PEER", "send to PEER (else to each message's destination)", NULL, 'p',
-	    MARO_OPT_REPEAT, 0 },
-	MARO_OPT_SHARED_AS(MARO_SH_PREFIX, "send to every live peer whose name starts with PREFIX", 0),
-	{ "tag", 't', "TAG", "build one message with this tag instead of reading stdin", NULL, 't', 0, 0 },
-	{ "data", 'd', "DATA", "a payload item of the built message (a string)", NULL, 'd',
-	    MARO_OPT_REPEAT, 0 },
-	{ "json", 0, "JSON", "the built message's payload, as JSON", NULL, OPT_JSON, 0, 0 },
-	{ "task", 0, NULL, "build a task request: wait for its reply (the default)", NULL, OPT_TASK, 0, 0 },
-	{ "notification", 0, NULL, "build a notification: no reply", NULL, OPT_NOTIFICATION, 0, 0 },
-	{ "async", 0, NULL, "write the messages as acknowledged; replies go to -n NAME", NULL,
-	    OPT_ASYNC, 0, 0 },
-	{ "no-wait", 0, NULL, "best effort: send once, wait for no acknowledgement", NULL,
-	    OPT_NO_WAIT, 0, 0 },
-	{ "fail-fast", 0, NULL, "a peer name with no live member is 69 at once, not waited for", NULL,
-	    OPT_FAIL_FAST, 0, 0 },
-	MARO_OPT_SHARED_AS(MARO_SH_QUIET, "say nothing of what was not delivered", 0),
-	{ 0 },
-};
-
-static const struct maro_tool tool = {
-	"Send messages to named peers; wait until each is acknowledged and each reply came back.",
-	synopsis, opts, MARO_SH_MEMBER | MARO_SH(EXPECT) | MARO_SH(TIMEOUT) | MARO_SH(FORMAT) | MARO_SH(WINDOW) |
-	    MARO_SH(ADVERTISE) | MARO_SH(MAX_SIZE),
-	0,
-};
-
-struct sender {
+/* The run, at file scope so that the rows of opts[] can bind to it. */
+static struct sender {
 	struct maro_send t;	/* the outbox, the requester, the peers given (lib/send) */
 	int quiet;
 	int no_wait;		/* best effort: sent once, no acknowledgement awaited */
@@ -63,6 +36,37 @@ struct sender {
 	struct maro_input in;	/* standard input, or the messages -t and -d built */
 	int input_done, input_status;
 	char input_error[512];
+} sender;
+
+/* The message built from -t, -d, --json, --task or --notification. */
+static struct maro_build build;
+
+static const struct maro_opt opts[] = {
+	MARO_OPT_STRV("peer", 'p', "PEER", "send to PEER (else to each message's destination)",
+	    &sender.t.peers),
+	MARO_OPT_SHARED_AS(MARO_SH_PREFIX, "send to every live peer whose name starts with PREFIX", 0),
+	MARO_OPT_STR("tag", 't', "TAG", "build messages with this tag instead of reading stdin",
+	    &build.tag),
+	MARO_OPT_STRV("data", 'd', "DATA", "a text payload: one message per -d", &build.data),
+	MARO_OPT_STR("json", 0, "JSON", "the built message's payload, as JSON", &build.json),
+	MARO_OPT_SET("task", 0, "build task requests: wait for their replies (the default)",
+	    &build.notification, 0),
+	MARO_OPT_FLAG("notification", 0, "build notifications: no reply", &build.notification),
+	MARO_OPT_FLAG("async", 0, "write the messages as acknowledged; replies go to -n NAME",
+	    &sender.t.async),
+	MARO_OPT_FLAG("no-wait", 0, "best effort: send once, wait for no acknowledgement",
+	    &sender.no_wait),
+	MARO_OPT_FLAG("fail-fast", 0, "a peer name with no live member is 69 at once, not waited for",
+	    &sender.fail_fast),
+	MARO_OPT_SHARED_AS(MARO_SH_QUIET, "say nothing of what was not delivered", 0),
+	{ 0 },
+};
+
+static const struct maro_tool tool = {
+	"Send messages to named peers; wait until each is acknowledged and each reply came back.",
+	synopsis, opts, MARO_SH_MEMBER | MARO_SH(EXPECT) | MARO_SH(TIMEOUT) | MARO_SH(FORMAT) | MARO_SH(WINDOW) |
+	    MARO_SH(ADVERTISE) | MARO_SH(MAX_SIZE),
+	0,
 };
 
 static void
@@ -167,30 +171,6 @@ drain_replies(struct sender *s)
 		if (s->out.error)
 			return;
 		maro_inbox_done(s->t.rq.inbox, &d);
-	}
-}
-
-struct args {
-	struct sender *s;
-	struct maro_build *b;
-	int from_flags;
-};
-
-static void
-own(void *arg, int key, char *val)
-{
-	struct args *a = arg;
-
-	switch (key) {
-	case 'p': maro_strv_push(&a->s->t.peers, &a->s->t.npeers, val); break;
-	case 't': a->b->tag = val; a->from_flags = 1; break;
-	case 'd': maro_strv_push(&a->b->data, &a->b->ndata, val); break;
-	case OPT_JSON: a->b->json = val; break;
-	case OPT_TASK: a->b->notification = 0; break;
-	case OPT_NOTIFICATION: a->b->notification = 1; break;
-	case OPT_ASYNC: a->s->t.async = 1; break;
-	case OPT_NO_WAIT: a->s->t.async = a->s->no_wait = 1; break;
-	case OPT_FAIL_FAST: a->s->fail_fast = 1; break;
 	}
 }
 
@@ -302,9 +282,8 @@ int
 main(int argc, char **argv)
 {
 	struct maro_common cm;
-	struct sender s = { 0 };
-	struct maro_build b = { 0 };
-	struct args a = { &s, &b, 0 };
+	struct sender *s = &sender;
+	struct maro_build *b = &build;
 	struct maro_buf built = { 0 };
 	const char *prefix;
 	char errbuf[512];
@@ -315,130 +294,131 @@ main(int argc, char **argv)
 
 	maro_cli_init(argv[0]);
 	maro_common_init(&cm);
-	maro_opt_parse(&tool, &cm, argc, argv, own, &a);
-	s.t.name = cm.name;
-	s.quiet = cm.quiet;
+	maro_opt_parse(&tool, &cm, argc, argv, NULL, NULL);
+	s->t.name = cm.name;
+	s->quiet = cm.quiet;
+	s->t.async |= s->no_wait;	/* best effort is sent as async, with nothing awaited */
 	prefix = cm.prefix;
-	if ((b.ndata || b.json) && !b.tag)
+	if ((b->data.n || b->json) && !b->tag)
 		maro_usage_error("-d and --json need -t TAG");
-	if (b.ndata && b.json)
+	if (b->data.n && b->json)
 		maro_usage_error("-d and --json do not go together");
-	if (prefix && s.t.npeers)
+	if (prefix && s->t.peers.n)
 		maro_usage_error("-p and -P do not go together");
-	for (size_t i = 0; i < s.t.npeers; i++)
-		if (!maro_name_valid(s.t.peers[i]))
-			maro_usage_error("invalid peer name '%s'", s.t.peers[i]);
-	if (a.from_flags) {
-		b.source = s.t.name;
-		if (maro_build_messages(&b, &built, errbuf, sizeof errbuf) < 0)
+	for (size_t i = 0; i < s->t.peers.n; i++)
+		if (!maro_name_valid(s->t.peers.v[i]))
+			maro_usage_error("invalid peer name '%s'", s->t.peers.v[i]);
+	if (b->tag) {
+		b->source = s->t.name;
+		if (maro_build_messages(b, &built, errbuf, sizeof errbuf) < 0)
 			maro_usage_error("%s", errbuf);
 	} else if (isatty(STDIN_FILENO)) {
 		maro_warn("reading CBOR messages from the terminal (build them with -t, or pipe maro-msg)");
 	}
 
 	if (!prefix)
-		cm.co.peers = s.t.npeers;	/* -p: so many, and no more (transport.h) */
-	s.t.c = maro_tool_open(&cm, &deadline);
-	if ((status = maro_tool_expect(s.t.c, &cm, deadline)) != 0)
+		cm.co.peers = s->t.peers.n;	/* -p: so many, and no more (transport.h) */
+	s->t.c = maro_tool_open(&cm, &deadline);
+	if ((status = maro_tool_expect(s->t.c, &cm, deadline)) != 0)
 		goto out;
-	k = prefix ? maro_registry_names(s.t.c->reg, prefix, &s.t.peers, &s.t.npeers) : 1;
+	k = prefix ? maro_registry_names(s->t.c->reg, prefix, &s->t.peers.v, &s->t.peers.n) : 1;
 	if (k < 0)
 		maro_die(errno == ENOMEM ? MARO_EXIT_SOFTWARE : MARO_EXIT_UNAVAILABLE, "%s",
-		    errno == ENOMEM ? "out of memory" : maro_registry_error(s.t.c->reg));
+		    errno == ENOMEM ? "out of memory" : maro_registry_error(s->t.c->reg));
 	if (k == 0)
 		maro_die(MARO_EXIT_UNAVAILABLE, "no live peer matches '%s'", prefix);
-	s.t.ob = maro_outbox_new(s.t.c, on_fail, on_ack, &s);
-	if (!s.t.ob)
+	s->t.ob = maro_outbox_new(s->t.c, on_fail, on_ack, s);
+	if (!s->t.ob)
 		maro_die(MARO_EXIT_SOFTWARE, "out of memory");
-	maro_tool_out_init(&s.out, cm.format);
-	if (a.from_flags)
-		maro_input_init_mem(&s.in, built.p, built.len);
+	maro_tool_out_init(&s->out, cm.format);
+	if (b->tag)
+		maro_input_init_mem(&s->in, built.p, built.len);
 	else
-		maro_input_init(&s.in, MARO_INPUT_CBOR, STDIN_FILENO, &s.t.c->limits);
+		maro_input_init(&s->in, MARO_INPUT_CBOR, STDIN_FILENO, &s->t.c->limits);
 	/*
 	 * the reply inbox, a member, opens with the first task: the heartbeat
 	 * runs from the start (a beat with no entry of ours writes nothing)
 	 */
-	maro_loop_init(&l, s.t.c, deadline, 1);
+	maro_loop_init(&l, s->t.c, deadline, 1);
 
 	for (;;) {
 		int stdin_at = -1, again;
 
 		/* acknowledgements first: they make room for more input */
-		maro_outbox_run(s.t.ob);
+		maro_outbox_run(s->t.ob);
 		/* take input while every window has room and replies are not too far behind */
-		take_input(&s);
+		take_input(s);
 		/* all sent: what is left is waiting for acks, which receivers then send at once */
-		if (s.input_done && maro_outbox_staged(s.t.ob) == 0)
-			maro_outbox_prompt(s.t.ob);
-		maro_outbox_run(s.t.ob);
-		if (maro_cli_report_outbox(s.t.ob) == EKEYREJECTED)
-			s.refused = 1;
+		if (s->input_done && maro_outbox_staged(s->t.ob) == 0)
+			maro_outbox_prompt(s->t.ob);
+		maro_outbox_run(s->t.ob);
+		if (maro_cli_report_outbox(s->t.ob) == EKEYREJECTED)
+			s->refused = 1;
 		/* a name nobody holds is said, not waited for in silence */
-		if (maro_tool_report_missing(&cm, s.t.c, s.t.ob, deadline, s.fail_fast) && s.fail_fast) {
+		if (maro_tool_report_missing(&cm, s->t.c, s->t.ob, deadline, s->fail_fast) && s->fail_fast) {
 			status = MARO_EXIT_UNAVAILABLE;
 			break;
 		}
-		if (s.t.rq.inbox)
-			drain_replies(&s);
+		if (s->t.rq.inbox)
+			drain_replies(s);
 		/*
 		 * that run may have read the acknowledgement of everything in
 		 * flight: then nothing more will come to wake the poll, and
 		 * what waits staged must go now
 		 */
-		again = maro_outbox_staged(s.t.ob) && flush_staged(&s);
-		if ((status = maro_tool_out_flush(&s.out)) != 0)
+		again = maro_outbox_staged(s->t.ob) && flush_staged(s);
+		if ((status = maro_tool_out_flush(&s->out)) != 0)
 			goto out;
-		if (s.t.rq.inbox)
-			maro_inbox_flush(s.t.rq.inbox);
-		if (s.input_done && maro_outbox_staged(s.t.ob) == 0 && maro_outbox_pending(s.t.ob) == 0 &&
-		    maro_requester_owed(&s.t.rq) == 0)
+		if (s->t.rq.inbox)
+			maro_inbox_flush(s->t.rq.inbox);
+		if (s->input_done && maro_outbox_staged(s->t.ob) == 0 && maro_outbox_pending(s->t.ob) == 0 &&
+		    maro_requester_owed(&s->t.rq) == 0)
 			break;
 		/* --no-wait: each message went once to its peer's connection */
-		if (s.no_wait && s.input_done && maro_outbox_staged(s.t.ob) == 0 && maro_outbox_unsent(s.t.ob) == 0)
+		if (s->no_wait && s->input_done && maro_outbox_staged(s->t.ob) == 0 && maro_outbox_unsent(s->t.ob) == 0)
 			break;
 		if ((status = maro_loop_stop(&l)) != 0)
 			break;
 		maro_loop_beat(&l, NULL);
 		maro_loop_begin(&l);
-		if (!s.input_done && !a.from_flags && maro_outbox_staged(s.t.ob) == 0 && !maro_send_full(&s.t))
+		if (!s->input_done && !b->tag && maro_outbox_staged(s->t.ob) == 0 && !maro_send_full(&s->t))
 			stdin_at = maro_loop_fd(&l, STDIN_FILENO, MARO_LOOP_IN);
-		if (s.t.rq.inbox)
-			maro_loop_inbox(&l, s.t.rq.inbox);
-		maro_loop_outbox(&l, s.t.ob);
+		if (s->t.rq.inbox)
+			maro_loop_inbox(&l, s->t.rq.inbox);
+		maro_loop_outbox(&l, s->t.ob);
 		if (again)
 			maro_loop_soon(&l);
 		maro_loop_wait(&l);
 		if (stdin_at >= 0 && (maro_loop_ready(&l, stdin_at) & (MARO_LOOP_IN | MARO_LOOP_ERR))) {
-			if (maro_input_fill(&s.in) < 0 && errno != EAGAIN && errno != EINTR) {
-				snprintf(s.input_error, sizeof s.input_error, "error reading standard input: %s",
+			if (maro_input_fill(&s->in) < 0 && errno != EAGAIN && errno != EINTR) {
+				snprintf(s->input_error, sizeof s->input_error, "error reading standard input: %s",
 				    strerror(errno));
-				s.input_status = MARO_EXIT_SOFTWARE;
-				s.input_done = 1;
+				s->input_status = MARO_EXIT_SOFTWARE;
+				s->input_done = 1;
 			}
 		}
 	}
 
-	status = outcome(&s, status);
+	status = outcome(s, status);
 out:
 	/* what went to a connection gets a last moment to leave it, within -W */
-	if (s.no_wait && s.t.ob)
-		maro_outbox_linger(s.t.ob, (int)(maro_budget_us(1000000, 0) / 1000));
-	lingers = s.t.rq.inbox || (s.no_wait && s.t.ob);	/* a reply inbox: its last acks */
-	maro_requester_close(&s.t.rq);
+	if (s->no_wait && s->t.ob)
+		maro_outbox_linger(s->t.ob, (int)(maro_budget_us(1000000, 0) / 1000));
+	lingers = s->t.rq.inbox || (s->no_wait && s->t.ob);	/* a reply inbox: its last acks */
+	maro_requester_close(&s->t.rq);
 	maro_loop_free(&l);
 	if (MARO_CAN_ABANDON && !lingers)
-		maro_cli_leave(s.t.c, status);	/* nothing lingers: the sockets are the exit's (transport.h) */
-	maro_outbox_free(s.t.ob);
-	maro_ctx_close(s.t.c);
-	maro_tool_out_free(&s.out);
-	maro_input_free(&s.in);
+		maro_cli_leave(s->t.c, status);	/* nothing lingers: the sockets are the exit's (transport.h) */
+	maro_outbox_free(s->t.ob);
+	maro_ctx_close(s->t.c);
+	maro_tool_out_free(&s->out);
+	maro_input_free(&s->in);
 	maro_buf_free(&built);
 	if (prefix)
-		for (size_t i = 0; i < s.t.npeers; i++)
-			free(s.t.peers[i]);	/* -P names were copied */
-	free(s.t.peers);
-	free(b.data);
+		for (size_t i = 0; i < s->t.peers.n; i++)
+			free(s->t.peers.v[i]);	/* -P names were copied */
+	maro_strv_free(&s->t.peers);
+	maro_strv_free(&b->data);
 	maro_common_free(&cm);
 	return status;
 }

@@ -27,7 +27,7 @@ int
 maro_build_messages(const struct maro_build *b, struct maro_buf *out, char *err, size_t errlen)
 {
 	struct maro_buf payload = { 0 };
-	size_t i, j, ndest = b->ndests ? b->ndests : 1;
+	size_t i, j, ndest = b->dests.n ? b->dests.n : 1;
 	int rc = -1;
 
 	if (b->json) {
@@ -47,15 +47,15 @@ maro_build_messages(const struct maro_build *b, struct maro_buf *out, char *err,
 		}
 	}
 	for (j = 0; j < ndest; j++) {
-		const char *dest = b->ndests ? b->dests[j] : NULL;
+		const char *dest = b->dests.n ? b->dests.v[j] : NULL;
 
-		if (b->ndata) {
-			for (i = 0; i < b->ndata; i++) {
+		if (b->data.n) {
+			for (i = 0; i < b->data.n; i++) {
 				payload.len = 0;
-				if (maro_buf_cbor_text(&payload, b->data[i], strlen(b->data[i])) < 0 &&
+				if (maro_buf_cbor_text(&payload, b->data.v[i], strlen(b->data.v[i])) < 0 &&
 				    errno == EILSEQ) {
 					snprintf(err, errlen, "-d '%.64s' is not valid UTF-8 text",
-					    b->data[i]);
+					    b->data.v[i]);
 					goto out;
 				}
 				if (!payload.len || one(b, dest, payload.p, payload.len, out) < 0)

@@ -8,16 +8,15 @@
 #include <stddef.h>
 
 #include "buf.h"
+#include "strv.h"
 
 struct maro_build {
 	const char *tag;
 	const char *source;	/* NULL: no source key */
 	int notification;	/* session_type notification instead of task */
-	char **data;		/* text payloads: one message each */
-	size_t ndata;
+	struct maro_strv data;	/* text payloads: one message each */
 	const char *json;	/* one JSON payload (not with data) */
-	char **dests;		/* one copy per destination; none: no destination key */
-	size_t ndests;
+	struct maro_strv dests;	/* one copy per destination; none: no destination key */
 };
 
 /*

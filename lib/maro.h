@@ -23,6 +23,7 @@
 #include "requester.h"
 #include "stats.h"
 #include "strset.h"
+#include "strv.h"
 #include "tool.h"
 #include "trace.h"
 #include "transport.h"

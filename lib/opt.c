@@ -12,39 +12,46 @@
 #include "scheduler.h"
 
 /* The shared flags, declared once: every tool that names one gets this. */
+/* A shared flag's row: its storage is struct maro_common (take_shared). */
+#define SHARED(long_, letter_, arg_, help_, env_, flags_) { .name = (long_), .letter = (letter_), \
+	.arg = (arg_), .help = (help_), .env = (env_), .flags = (flags_) }
+
+/* The shared flags, declared once: every tool that names one gets this. */
 static const struct maro_opt shared[MARO_SH_COUNT_] = {
-	[MARO_SH_NAME] = { "name", 'n', "NAME", "this component's name", "MARO_NAME", 0, 0, 0 },
-	[MARO_SH_GROUP] = { "group", 'g', "GROUP", "the group (default 'maro')", "MARO_GROUP", 0, 0, 0 },
-	[MARO_SH_REGISTRY] = { "registry", 0, "URL", "redis://HOST:PORT[/DB], redis+sentinel://HOST:PORT[,...]/MASTER[/DB] or dir:PATH",
-	    "MARO_REGISTRY", 0, 0, 0 },
-	[MARO_SH_KEYFILE] = { "keyfile", 0, "FILE", "the group key (CURVE): only its holders talk",
-	    "MARO_KEYFILE", 0, 0, 0 },
-	[MARO_SH_TYPE] = { "type", 0, "TYPE", "the type peers count with -e TYPE=N", NULL, 0, 0, 0 },
-	[MARO_SH_TAKEOVER] = { "takeover", 0, NULL, "take the name from the live process holding it",
-	    NULL, 0, 0, 0 },
-	[MARO_SH_PREFIX] = { "prefix", 'P', "PREFIX", "every live peer whose name starts with PREFIX",
-	    NULL, 0, 0, 0 },
-	[MARO_SH_EXPECT] = { "expect", 'e', "TYPE=N", "first wait until N peers of TYPE are live",
-	    NULL, 0, MARO_OPT_REPEAT, 0 },
-	[MARO_SH_TIMEOUT] = { "timeout", 'W', "DUR", "give up after DUR (N[.N][ms|s|m|h])", NULL, 0, 0, 0 },
-	[MARO_SH_FORMAT] = { "format", 'f', "FORMAT", "write cbor, json, diag or payload (default: "
-	    "json on a terminal, else cbor)", NULL, 0, 0, 0 },
-	[MARO_SH_ADVERTISE] = { "advertise", 0, "HOST", "the address peers reach this host at",
-	    "MARO_ADVERTISE", 0, 0, 0 },
-	[MARO_SH_MAX_SIZE] = { "max-size", 0, "BYTES", "the largest message taken (default 16 MiB)",
-	    "MARO_MAX_SIZE", 0, 0, 0 },
-	[MARO_SH_WINDOW] = { "window", 0, "N", "unacknowledged messages per peer (default 4096)",
-	    "MARO_WINDOW", 0, 0, 0 },
-	[MARO_SH_QUIET] = { "quiet", 'q', NULL, "say less on stderr", NULL, 0, 0, 0 },
-	[MARO_SH_VERBOSE] = { "verbose", 'v', NULL, "say more on stderr", NULL, 0, 0, 0 },	/* builtin */
+	[MARO_SH_NAME] = SHARED("name", 'n', "NAME", "this component's name", "MARO_NAME", 0),
+	[MARO_SH_GROUP] = SHARED("group", 'g', "GROUP", "the group (default 'maro')", "MARO_GROUP", 0),
+	[MARO_SH_REGISTRY] = SHARED("registry", 0, "URL", "redis://HOST:PORT[/DB], "
+	    "redis+sentinel://HOST:PORT[,...]/MASTER[/DB] or dir:PATH", "MARO_REGISTRY", 0),
+	[MARO_SH_KEYFILE] = SHARED("keyfile", 0, "FILE", "the group key (CURVE): only its holders talk",
+	    "MARO_KEYFILE", 0),
+	[MARO_SH_TYPE] = SHARED("type", 0, "TYPE", "the type peers count with -e TYPE=N", NULL, 0),
+	[MARO_SH_TAKEOVER] = SHARED("takeover", 0, NULL, "take the name from the live process holding it",
+	    NULL, 0),
+	[MARO_SH_PREFIX] = SHARED("prefix", 'P', "PREFIX", "every live peer whose name starts with PREFIX",
+	    NULL, 0),
+	[MARO_SH_EXPECT] = SHARED("expect", 'e', "TYPE=N", "first wait until N peers of TYPE are live",
+	    NULL, MARO_OPT_REPEAT),
+	[MARO_SH_TIMEOUT] = SHARED("timeout", 'W', "DUR", "give up after DUR (N[.N][ms|s|m|h])", NULL, 0),
+	[MARO_SH_FORMAT] = SHARED("format", 'f', "FORMAT", "write cbor, json, diag or payload (default: "
+	    "json on a terminal, else cbor)", NULL, 0),
+	[MARO_SH_ADVERTISE] = SHARED("advertise", 0, "HOST", "the address peers reach this host at",
+	    "MARO_ADVERTISE", 0),
+	[MARO_SH_MAX_SIZE] = SHARED("max-size", 0, "BYTES", "the largest message taken (default 16 MiB)",
+	    "MARO_MAX_SIZE", 0),
+	[MARO_SH_WINDOW] = SHARED("window", 0, "N", "unacknowledged messages per peer (default 4096)",
+	    "MARO_WINDOW", 0),
+	[MARO_SH_QUIET] = SHARED("quiet", 'q', NULL, "say less on stderr", NULL, 0),
+	[MARO_SH_VERBOSE] = SHARED("verbose", 'v', NULL, "say more on stderr", NULL, 0),	/* builtin */
 };
 
 /* Every tool's, after its table; not in the usage line but for "[-v]". */
 #define BUILTIN 0x100
 static const struct maro_opt builtin[] = {
-	{ "verbose", 'v', NULL, "say more on stderr", NULL, 0, BUILTIN, MARO_SH_VERBOSE },
-	{ "help", 'h', NULL, "print this help and exit", NULL, 'h', BUILTIN, 0 },
-	{ "version", 'V', NULL, "print the version and exit", NULL, 'V', BUILTIN, 0 },
+	{ .name = "verbose", .letter = 'v', .help = "say more on stderr", .flags = BUILTIN,
+	    .shared = MARO_SH_VERBOSE },
+	{ .name = "help", .letter = 'h', .help = "print this help and exit", .key = 'h', .flags = BUILTIN },
+	{ .name = "version", .letter = 'V', .help = "print the version and exit", .key = 'V',
+	    .flags = BUILTIN },
 };
 
 /* The shared flags that come before a tool's own (who, where, to whom), and after. */
@@ -134,15 +141,6 @@ maro_common_free(struct maro_common *cm)
 	free(cm->expect);
 	cm->expect = NULL;
 	cm->nexpect = 0;
-}
-
-void
-maro_strv_push(char ***v, size_t *n, char *s)
-{
-	char **t = maro_xrealloc(*v, (*n + 1) * sizeof *t);
-
-	t[(*n)++] = s;
-	*v = t;
 }
 
 static void
@@ -295,6 +293,30 @@ take_shared(struct maro_common *cm, int id, char *val)
 	}
 }
 
+/* A bound flag's value into its storage (opt.h, MARO_OPT_SET and the rest). */
+static void
+take_bound(const struct maro_opt *o, char *val)
+{
+	char flag[64];
+
+	switch (o->bind) {
+	case MARO_BIND_NONE: break;
+	case MARO_BIND_INT: *(int *)o->to = o->value; break;
+	case MARO_BIND_STR: *(const char **)o->to = val; break;
+	case MARO_BIND_STRV:
+		if (maro_strv_push(o->to, val) < 0)
+			maro_die(MARO_EXIT_SOFTWARE, "out of memory");
+		break;
+	case MARO_BIND_DURATION:
+		if (o->letter)
+			snprintf(flag, sizeof flag, "-%c", o->letter);
+		else
+			snprintf(flag, sizeof flag, "--%s", o->name);
+		*(int64_t *)o->to = maro_cli_duration(flag, val);
+		break;
+	}
+}
+
 /* What the scheduler layer resolved: cm points here. */
 static char sched_name[MARO_NAME_MAX + 1], sched_group[MARO_NAME_MAX + 1];
 static char sched_advertise[MARO_HOST_MAX + 1];
@@ -401,6 +423,8 @@ maro_opt_parse(const struct maro_tool *t, struct maro_common *cm, int argc, char
 			maro_usage_error("invalid option");
 		if (o->shared)
 			take_shared(cm, o->shared, optarg);
+		else if (o->bind)
+			take_bound(o, optarg);
 		else if (o->key == 'h' || o->key == 'V')
 			builtin_flag(t, o->key);
 		else

@@ -25,6 +25,7 @@
 
 #include "expect.h"
 #include "format.h"
+#include "strv.h"
 #include "transport.h"
 
 /* The shared flags: a tool's table names them, opt.c declares them. */
@@ -64,6 +65,15 @@ enum {
 	MARO_OPT_HIDDEN = 16,	/* an old spelling still taken: in no help and no list */
 };
 
+/* maro_opt.bind: where a flag's value goes when no handler of the tool's takes it */
+enum maro_opt_bind {
+	MARO_BIND_NONE,		/* the tool's handler gets key */
+	MARO_BIND_INT,		/* *(int *)to = value */
+	MARO_BIND_STR,		/* *(const char **)to = the argument */
+	MARO_BIND_STRV,		/* the argument appended to *(struct maro_strv *)to */
+	MARO_BIND_DURATION,	/* *(int64_t *)to = the argument as a duration, in us */
+};
+
 struct maro_opt {
 	const char *name;	/* long name, without "--" */
 	int letter;		/* short letter, or 0 */
@@ -73,7 +83,35 @@ struct maro_opt {
 	int key;		/* what the tool's handler gets: the letter or its own enum */
 	unsigned flags;
 	int shared;		/* an enum maro_shared: the rest comes from opt.c */
+	enum maro_opt_bind bind;	/* bound storage, as git's OPT_BOOL: no handler */
+	void *to;
+	int value;
 };
+
+/* a flag the tool's own handler takes: own(arg, key, the argument) */
+#define MARO_OPT_OWN(long_, letter_, arg_, help_, key_) { .name = (long_), .letter = (letter_), \
+	.arg = (arg_), .help = (help_), .key = (key_) }
+
+/*
+ * Rows that bind their storage, an object of static duration (a tool's
+ * file-scope state): the parse stores the value there itself.  p must
+ * point to the type the row names (else the build warns).
+ */
+#define MARO_OPT_PTR_(T, p) (1 ? (p) : (T *)0)
+/* a switch: sets the int *p to v (MARO_OPT_FLAG: to 1) */
+#define MARO_OPT_SET(long_, letter_, help_, p, v) { .name = (long_), .letter = (letter_), \
+	.help = (help_), .bind = MARO_BIND_INT, .to = MARO_OPT_PTR_(int, p), .value = (v) }
+#define MARO_OPT_FLAG(long_, letter_, help_, p) MARO_OPT_SET(long_, letter_, help_, p, 1)
+/* a string: the const char *p points to the argument */
+#define MARO_OPT_STR(long_, letter_, arg_, help_, p) { .name = (long_), .letter = (letter_), \
+	.arg = (arg_), .help = (help_), .bind = MARO_BIND_STR, .to = MARO_OPT_PTR_(const char *, p) }
+/* a repeated string: each argument appended to the struct maro_strv *p */
+#define MARO_OPT_STRV(long_, letter_, arg_, help_, p) { .name = (long_), .letter = (letter_), \
+	.arg = (arg_), .help = (help_), .flags = MARO_OPT_REPEAT, .bind = MARO_BIND_STRV, \
+	.to = MARO_OPT_PTR_(struct maro_strv, p) }
+/* a duration (N[.N][ms|s|m|h]): the int64_t *p set to it in microseconds */
+#define MARO_OPT_DURATION(long_, letter_, arg_, help_, p) { .name = (long_), .letter = (letter_), \
+	.arg = (arg_), .help = (help_), .bind = MARO_BIND_DURATION, .to = MARO_OPT_PTR_(int64_t, p) }
 
 /*
  * A shared flag in a tool's table, where it is to stand in --help; _AS with
@@ -121,8 +159,8 @@ void maro_common_init(struct maro_common *cm);
 void maro_common_free(struct maro_common *cm);
 
 /*
- * Parses argv against t: shared flags into cm, each of the tool's own flags
- * handed to own(arg, key, optarg); --help, --version and --list-options
+ * Parses argv against t: shared flags into cm, a bound flag into its
+ * storage, each of the tool's other flags handed to own(arg, key, optarg); --help, --version and --list-options
  * print and exit 0; an unknown flag, a bad value or a missing name is a
  * usage error.  Then resolves cm (the name from MARO_NAME when not given)
  * and checks names, type and prefix.  Returns the index of the first
@@ -133,8 +171,5 @@ int maro_opt_parse(const struct maro_tool *t, struct maro_common *cm, int argc, 
 
 /* Prints t's --help to stdout. */
 void maro_opt_help(const struct maro_tool *t);
-
-/* Appends s to the growing array *v of *n strings (dies when out of memory). */
-void maro_strv_push(char ***v, size_t *n, char *s);
 
 #endif

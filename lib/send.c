@@ -22,8 +22,8 @@ maro_send_take_msg(struct maro_send *t, struct maro_msg *m, struct maro_err *err
 	char ids[2][MARO_UUID_LEN + 1];
 	const char *one[1];
 	char route[MARO_NAME_MAX + 1];
-	const char *const *targets = (const char *const *)t->peers;
-	size_t ntargets = t->npeers, i;
+	const char *const *targets = (const char *const *)t->peers.v;
+	size_t ntargets = t->peers.n, i;
 	int request;
 
 	maro_msg_fill(m, t->name, ids);
@@ -46,7 +46,7 @@ maro_send_take_msg(struct maro_send *t, struct maro_msg *m, struct maro_err *err
 		ntargets = 1;
 	}
 	for (i = 0; i < ntargets; i++) {
-		if (t->npeers)
+		if (t->peers.n)
 			m->destination = maro_str_c(targets[i]);
 		if (maro_outbox_stage(t->ob, targets[i], m) < 0) {
 			int e = errno;

@@ -13,6 +13,7 @@
 
 #include "outbox.h"
 #include "requester.h"
+#include "strv.h"
 
 struct maro_send {
 	struct maro_ctx *c;
@@ -20,8 +21,7 @@ struct maro_send {
 	struct maro_requester rq;	/* rq.inbox is NULL until a request needs it */
 	const char *name;
 	int async;
-	char **peers;
-	size_t npeers;
+	struct maro_strv peers;	/* the peers given; none: each message's own destination */
 };
 
 /* What maro_send_take could not do. */

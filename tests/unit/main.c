@@ -177,6 +177,7 @@ main(int argc, char **argv)
 	test_message();
 	test_reply();
 	test_cli();
+	test_opt();
 	test_convert();
 	test_registry();
 	test_event();

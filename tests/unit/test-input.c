@@ -66,8 +66,8 @@ test_input(void)
 	    !strcmp(err.msg, "line longer than 128 bytes"));
 
 	/* in memory: each message built, at its offset, then the end */
-	b.data = data;
-	b.ndata = 2;
+	b.data.v = data;
+	b.data.n = 2;
 	CHECK(maro_build_messages(&b, &seq, errbuf, sizeof errbuf) == 0);
 	maro_input_init_mem(&in, seq.p, seq.len);
 	CHECK(in.eof && maro_input_next(&in, &p, &n, &at, &err) == 1 && p == seq.p && at == 0);

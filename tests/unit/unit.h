@@ -30,6 +30,7 @@ void test_cborseq(void);
 void test_message(void);
 void test_reply(void);
 void test_cli(void);
+void test_opt(void);
 void test_convert(void);
 void test_registry(void);
 void test_event(void);
