@@ -235,7 +235,7 @@ main(int argc, char **argv)
 	prefix = cm.prefix;
 	b->quiet = cm.quiet;
 	if (mb->data.n > 1)
-		maro_usage_error("maro-bcast sends one message: one -d at most");
+		maro_usage_error("one -d at most: one message is sent");
 	if ((mb->data.n || mb->json) && !mb->tag)
 		maro_usage_error("-d and --json need -t TAG");
 	if (mb->data.n && mb->json)

@@ -54,8 +54,9 @@ teardown() { default_teardown; }
 }
 
 @test "maro-bcast: one -d at most" {
-	run maro-bcast -t a -d 1 -d 2
+	run --separate-stderr maro-bcast -t a -d 1 -d 2
 	assert_failure 2
+	assert_equal "$stderr" "maro-bcast: one -d at most: one message is sent; try 'maro-bcast --help'"
 }
 
 @test "maro-bcast: text on stdin is malformed input (65) with a hint: -t/-d or maro-msg -i json" {
