@@ -49,6 +49,12 @@ test_parse(void)
 	CHECK(parse(&e, "worker:update", &col) < 0 && col == 14);
 	CHECK(parse(&e, "worker:update:0", &col) < 0 && col == 15);
 	CHECK(parse(&e, "worker:update:150%", &col) < 0);
+	/* the limits maro-wait-event(1) gives: 1000000 messages, 100% */
+	CHECK(parse(&e, "w:t:1000000", &col) == 0 && e.units[0].amount == 1000000);
+	CHECK(parse(&e, "w:t:1000001", &col) < 0 && col == 11);
+	CHECK(parse(&e, "w:t:100%", &col) == 0 && e.units[0].amount == 100 && e.units[0].percent);
+	CHECK(parse(&e, "w:t:101%", &col) < 0 && col == 8);
+	CHECK(parse(&e, "w:t:0%", &col) < 0);
 	CHECK(parse(&e, "a:t:1 AND", &col) < 0 && col == 10);
 	CHECK(parse(&e, "(a:t:1 OR b:t:1", &col) < 0 && col == 1);
 	CHECK(parse(&e, "a:t:1 b:t:1", &col) < 0 && col == 7);
