@@ -32,8 +32,6 @@ void maro_buf_free(struct maro_buf *b);
 int maro_buf_cbor_head(struct maro_buf *b, unsigned major, uint64_t val);
 /* A text string: -1 with EILSEQ when s is not valid UTF-8, ENOMEM when out of memory. */
 int maro_buf_cbor_text(struct maro_buf *b, const char *s, size_t n);
-/* Is it UTF-8 (RFC 3629: shortest forms, no surrogates, up to U+10FFFF)? */
-int maro_utf8_valid(const void *s, size_t n);
 
 /*
  * Formats an error message into a caller's (errbuf, errlen), the way the

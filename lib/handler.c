@@ -17,6 +17,7 @@
 #include "registry.h"
 #include "reply.h"
 #include "stats.h"
+#include "utf8.h"
 
 static void
 note(struct maro_handler_host *x, const struct maro_handler_note *n)

@@ -15,6 +15,7 @@
 #include "input.h"
 #include "loop.h"
 #include "message.h"
+#include "name.h"
 #include "opt.h"
 #include "outbox.h"
 #include "registry.h"
@@ -27,6 +28,7 @@
 #include "tool.h"
 #include "trace.h"
 #include "transport.h"
+#include "utf8.h"
 #include "view.h"
 
 #endif

@@ -8,6 +8,7 @@
 #include <sys/random.h>
 
 #include "message.h"
+#include "utf8.h"
 
 static const char *const type_names[] = { NULL, "task", "notification" };
 static const char *const stage_names[] = { NULL, "request", "receive", "complete" };

@@ -47,9 +47,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "name.h"
 #include "stats.h"
 
-#define MARO_NAME_MAX 128
 #define MARO_ENDPOINT_MAX 256
 #define MARO_HOST_MAX 256
 #define MARO_INFO_MAX 256
@@ -207,10 +207,5 @@ ssize_t maro_registry_list_jobs(struct maro_registry *r, const char *prefix,
  * The count appended, or -1 (ENOMEM, or the list's error).
  */
 ssize_t maro_registry_names(struct maro_registry *r, const char *prefix, char ***names, size_t *n);
-
-/* The type of a name: up to the first '.' or '_' (the whole name if none). */
-void maro_name_type(const char *name, char type[MARO_NAME_MAX + 1]);
-/* Names are 1..128 bytes of [A-Za-z0-9._-], not first '.' or '_', or '~' then those (private). */
-int maro_name_valid(const char *name);
 
 #endif

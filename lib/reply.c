@@ -6,6 +6,7 @@
 
 #include "convert.h"
 #include "reply.h"
+#include "utf8.h"
 
 void
 maro_reply_init(struct maro_reply *rp, const char *source, const char *tag,
