@@ -13,16 +13,21 @@ teardown_file() { redis_teardown_file; }
 setup() {
 	use_registry
 	cd "$BATS_TEST_TMPDIR"
-	export RUNS=$BATS_TEST_TMPDIR/runs
+	export RUNS=$BATS_TEST_TMPDIR/runs HOLD=$BATS_TEST_TMPDIR/hold
 }
 teardown() { default_teardown; }
 
 # coworker NAME [DELAY]: a maro-dist worker whose program writes each task
 # it is given to $RUNS, then answers "r<task>" after DELAY seconds; the
-# task 'poison' kills it (and its worker), 'hang' hangs it.
+# task 'poison' kills it (and its worker), 'hang' hangs it.  While the file
+# $HOLD is there, a numbered task past 20 waits for it to go: a run that
+# cannot end before the test has done what it does mid-run.
 coworker() {
 	bg 60 maro-dist -n "$1" --raw --co '*:job:1' "while read x; do echo \"\$x\" >> \"\$RUNS\";
-		[ \"\$x\" = poison ] && exit 1; [ \"\$x\" = hang ] && sleep 60; sleep ${2:-0}; echo \"r\$x\"; done"
+		[ \"\$x\" = poison ] && exit 1; [ \"\$x\" = hang ] && sleep 60
+		case \$x in [2-9][0-9] | [1-9][0-9][0-9]) [ \"\$x\" -le 20 ] ||
+			while [ -e \"\$HOLD\" ]; do sleep 0.05; done ;; esac
+		sleep ${2:-0}; echo \"r\$x\"; done"
 }
 
 # lines FILE: its lines, 0 when it is not there
@@ -127,10 +132,13 @@ records() { tail -n +2 "$1"; }
 	coworker worker.2 0.05
 	wait_until 10 live_is worker. 2
 	seq 60 > tasks
+	# tasks past 20 wait: the kill comes mid-run however slow the machine
+	touch "$HOLD"
 	bg 30 maro-scatter -P worker -t job --joblog log -W 25s -f payload < tasks > out1
 	wait_until 10 has_lines log 16
 	kill -KILL "$(child_pid "$BG_PID" maro-scatter)"
 	wait_exit "$BG_PID" 5
+	rm "$HOLD"
 	# the records written are the tasks done before the kill
 	records log | awk -F '\t' '$7 == "done" { print $1 }' | sort > done1
 	[ "$(lines done1)" -ge 15 ]
@@ -185,6 +193,8 @@ records() { tail -n +2 "$1"; }
 	coworker worker.2 0.05
 	wait_until 10 live_is worker. 2
 	seq 60 > tasks
+	# tasks past 20 wait: the first run holds its log until the test is done
+	touch "$HOLD"
 	bg 30 maro-scatter -P worker -t job --joblog log -W 25s -f payload < tasks > out1
 	wait_until 10 has_lines log 6
 	local holder
@@ -194,6 +204,7 @@ records() { tail -n +2 "$1"; }
 	assert_equal "$stderr" "maro-scatter: job log 'log' is in use by another run (pid $holder)"
 	run -69 --separate-stderr timeout 10 sh -c 'printf "%s\n" x1 x2 | maro-scatter -P worker -t job --joblog log --resume -W 5s'
 	assert_equal "$stderr" "maro-scatter: job log 'log' is in use by another run (pid $holder)"
+	rm "$HOLD"
 	wait_exit "$BG_PID" 25
 	assert_equal "$(grep -c '^x' "$RUNS")" 0
 	# the first run's log is whole: one record per task, and a resume has nothing left to do

@@ -88,8 +88,13 @@ cut() { ip -n "$NETNS-hub" link set "v-$1" down; }
 mend() { ip -n "$NETNS-hub" link set "v-$1" up; }
 
 # The worker's coprocess squares each number; it writes each task it reads
-# to recv.NAME first, so the test knows what a host had in hand.
-SQUARE='while read x; do echo "$x" >> "recv.$MARO_NAME"; sleep ${SQ_DELAY:-0}; echo $((x * x)); done'
+# to recv.NAME first, so the test knows what a host had in hand.  With
+# HANG_AFTER=K it answers K tasks, then holds the next one and answers
+# nothing more (a host busy or wedged: its tasks stay in hand until it is
+# cut off, whatever the machine's speed).
+SQUARE='n=0; while read x; do echo "$x" >> "recv.$MARO_NAME"; n=$((n + 1))
+	[ "$n" -le "${HANG_AFTER:-1000000}" ] || exec sleep 120
+	sleep ${SQ_DELAY:-0}; echo $((x * x)); done'
 
 # workers HOST N: a maro-pool of N square workers on HOST, named
 # worker.HOST.1..N by the pool.
@@ -101,19 +106,31 @@ workers() {
 # peers_on PREFIX N: exactly N live peers named PREFIX*, seen from master.
 peers_on() { [ "$(on master timeout 10 maro-peers -P "$1" -f json | wc -l)" -eq "$2" ]; }
 
+# wa_holds N: each of wa's 3 workers has read N tasks (answered 5, holds the 6th).
+wa_holds() {
+	local f n=0
+	for f in recv.worker.wa.*; do
+		[ -f "$f" ] && [ "$(wc -l < "$f")" -ge "$1" ] && n=$((n + 1))
+	done
+	[ "$n" -eq 3 ]
+}
+
 # squares N: 1, 4, ... N*N, sorted as text (the way sort sorts them).
 squares() { seq "$1" | while read -r x; do echo $((x * x)); done | sort; }
 
 @test "a worker host cut off mid-scatter: its tasks go to the other host, each answered once" {
-	# long enough that the cut lands while work is in flight on every host
-	export SQ_DELAY=0.03
-	workers wa 3
+	export SQ_DELAY=0.01
+	# wa's workers answer 5 tasks each, then hold the next: the scatter
+	# cannot end before the cut, and wa has tasks in hand when it comes
+	HANG_AFTER=5 workers wa 3
 	workers wb 3
 	run on master timeout 25 maro-peers -e worker=6 -W 20s -q
 	assert_success
 	on_bg 60 master sh -c 'seq 300 | maro-scatter -n master -P worker -t sq --window 2 -W 60s -f json > out 2> err'
 	scatter=$BG_PID
-	wait_until 30 has_lines out 60
+	wait_until 30 wa_holds 6
+	# nothing can finish the job but the cut: not every task is answered
+	[ "$(wc -l < out)" -lt 300 ]
 	cut wa
 	# wa's entries expire (TTL 2 s) once its heartbeats stop reaching Redis
 	wait_until 6 peers_on worker.wa 0
