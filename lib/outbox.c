@@ -990,6 +990,8 @@ maro_outbox_run(struct maro_outbox *ob)
 			 * reconnect to it for ever, holding a descriptor.  One
 			 * more reply to it connects again.
 			 */
+			maro_trace("closed the connection to '%s': nothing to send to it for %d s", d->name,
+			    IDLE_CLOSE_US / 1000000);
 			dest_remove(ob, i--);
 			continue;
 		} else if (!d->trimmed && now - d->idle_since >= IDLE_TRIM_US) {
