@@ -100,6 +100,8 @@ live() { maro-peers -f json | grep -c "\"$1" || :; }
 @test "missing replies: exit 1 with the missing session ids" {
 	worker worker.1
 	mute worker.2
+	# both live first: the short -W is for the reply that never comes
+	wait_until 10 live_is worker. 2
 	run timeout 30 sh -c '{ maro-msg -t double -p worker.1 --json 1; maro-msg -t double -p worker.2 --json 2; } |
 		tee req.cbor | maro-scatter -W 3s -f payload'
 	assert_failure 1
@@ -110,6 +112,7 @@ live() { maro-peers -f json | grep -c "\"$1" || :; }
 
 @test "timeouts: 124 when no reply came" {
 	mute worker.9
+	wait_until 10 live_is worker.9 1
 	run timeout 20 maro-send -p worker.9 -t double --json 1 -W 1s
 	assert_failure 124
 	assert_output --partial "no reply in session"
