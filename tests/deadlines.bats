@@ -217,3 +217,25 @@ timed() {
 	[ "$lists" -ge 1 ]
 	[ "$lists" -le 6 ]
 }
+
+# The other side of the same rule: only new input after a pause (20 ms
+# without a line) brings a listing forward; a steady input does not, and
+# the members are listed every 250 ms however fast the tasks go.
+@test "a steady input lists the members every 250 ms, not at every round" {
+	bg 60 maro-dist -n w.1 --raw --co '*:x:1' cat
+	bg 60 maro-dist -n w.2 --raw --co '*:x:1' cat
+	wait_until 10 live_is w. 2
+	bg 30 redis-cli -h 127.0.0.1 -p "$(redis_port)" monitor > monitor.log
+	wait_until 10 grep -qx OK monitor.log
+	# a million lines: more than 2 s of work, read without a pause
+	timed --separate-stderr timeout 20 sh -c 'seq 1000000 | maro-scatter -P w -t x -q -W 2s > /dev/null'
+	# at -W with tasks answered and others not: 1
+	assert_failure 1
+	local lists
+	lists=$(grep -c '"ZRANGEBYSCORE" "maro:[^"]*:members"' monitor.log || :)
+	echo "$lists listings in $ms ms" >&3
+	# one at the start and one each 250 ms (and -e's, none here); a
+	# listing brought forward at every round would be one each 20 ms
+	[ "$lists" -ge 2 ]
+	[ "$lists" -le $((ms / 250 + 3)) ]
+}

@@ -192,6 +192,9 @@ live() { maro-peers -f json | grep -c "\"$1" || :; }
 	[ "$status" -eq 0 ]
 	[ "$(lines out)" -eq 400 ]
 	[ "$(jq -r 'select(.source == "worker.2") | .payload' out | wc -l)" -gt 0 ] || { cat err; jq -r .source out | sort | uniq -c; false; }
+	# -v says each join once, when it is new
+	[ "$(grep -c "peer 'worker.1' joined" err)" -eq 1 ]
+	[ "$(grep -c "peer 'worker.2' joined" err)" -eq 1 ]
 }
 
 @test "scatter: a task answered by a peer it had given up on is not sent again" {
