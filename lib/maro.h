@@ -26,6 +26,8 @@
 #include "strset.h"
 #include "strv.h"
 #include "tool.h"
+#include "tool-out.h"
+#include "tool-replies.h"
 #include "trace.h"
 #include "transport.h"
 #include "utf8.h"

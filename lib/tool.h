@@ -15,8 +15,6 @@
 #include <stdint.h>
 
 #include "bundle.h"
-#include "writer.h"
-#include "format.h"
 #include "inbox.h"
 #include "opt.h"
 #include "outbox.h"
@@ -68,45 +66,6 @@ const char *maro_tool_bundle(struct maro_ctx *c, const struct maro_common *cm, c
  * removed; dies with 70 when the cache is not the user's own.
  */
 int maro_tool_bundle_clear(void);
-
-/*
- * Standard output of a tool that writes messages: each one in the format
- * of -f (CBOR as it came, without a copy).  A write that fails keeps its
- * errno in error and writes nothing more; maro_tool_out_flush then says so
- * and gives the status to leave with.
- */
-struct maro_tool_out {
-	struct maro_writer w;
-	struct maro_buf line;
-	enum maro_format fmt;
-	int error;
-};
-void maro_tool_out_init(struct maro_tool_out *o, enum maro_format fmt);
-/* Writes one message; one that cannot be printed in the format is said and skipped. */
-void maro_tool_out_put(struct maro_tool_out *o, const uint8_t *p, size_t n);
-/*
- * Writes out what is buffered.  0, or the status (maro_cli_output_failed,
- * cli.h); 0 too when a signal came, which the loop's stop then says.
- */
-int maro_tool_out_flush(struct maro_tool_out *o);
-void maro_tool_out_free(struct maro_tool_out *o);
-
-/*
- * The replies a requester took (maro-send, maro-bcast): the answers, and
- * the failure replies (maro(7), SESSIONS) by kind.
- */
-struct maro_tool_replies {
-	uint64_t got;		/* every reply taken, failures included */
-	uint64_t failed;	/* "'w.1' failed the task in session S: ..." */
-	uint64_t no_handler;	/* "'w.1' has no handler for tag 'x'" */
-};
-/*
- * Counts reply m in r: 1 when it is an answer, to be written out; 0 when
- * it is a failure reply, said on standard error (escaped) and not written.
- */
-int maro_tool_reply(struct maro_tool_replies *r, const struct maro_msg *m);
-/* status made worse by r's failure replies: 69 for a peer without a handler, 3 for a failed task. */
-int maro_tool_replies_status(const struct maro_tool_replies *r, int status);
 
 /*
  * When the heartbeat after one at now is due (maro_registry_heartbeat):

@@ -12,6 +12,7 @@
 #include "clock.h"
 #include "loop.h"
 #include "tool.h"
+#include "tool-out.h"
 #include "unit.h"
 
 /* Waits one turn on what begin..add set up: how long it took, in ms. */
