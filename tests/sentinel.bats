@@ -80,14 +80,21 @@ bring_back() {
 	# a fourth sentinel, told the replica is the master: first in the URL
 	read -r primary replica < "$BATS_FILE_TMPDIR/s/servers"
 	[ "$(role "$replica")" = slave ]
-	port=$(( 20000 + RANDOM % 40000 ))
-	while ss -Htln "sport = :$port" | grep -q .; do port=$(( 20000 + RANDOM % 40000 )); done
-	printf '%s\n' "port $port" "bind 127.0.0.1" "dir $BATS_TEST_TMPDIR" \
-		"sentinel monitor mymaster 127.0.0.1 $replica 2" \
-		"sentinel down-after-milliseconds mymaster 60000" "logfile $BATS_TEST_TMPDIR/rogue.log" > rogue.conf
-	bg 60 redis-server rogue.conf --sentinel
-	wait_until 10 sh -c "redis-cli -p $port sentinel get-master-addr-by-name mymaster 2>/dev/null | grep -qx $replica" ||
-		{ cat rogue.log; false; }
+	# a random port, and another if it was taken before the sentinel bound
+	# it (suites run side by side, and a client's own port may be any)
+	local try
+	for try in 1 2 3 4 5; do
+		port=$(( 20000 + RANDOM % 40000 ))
+		printf '%s\n' "port $port" "bind 127.0.0.1" "dir $BATS_TEST_TMPDIR" \
+			"sentinel monitor mymaster 127.0.0.1 $replica 2" \
+			"sentinel down-after-milliseconds mymaster 60000" "logfile $BATS_TEST_TMPDIR/rogue.log" > rogue.conf
+		bg 60 redis-server rogue.conf --sentinel
+		# ready, or gone
+		wait_until 10 sh -c "redis-cli -p $port sentinel get-master-addr-by-name mymaster 2>/dev/null |
+			grep -qx $replica || ! kill -0 $BG_PID"
+		if kill -0 "$BG_PID" 2>/dev/null; then break; fi
+	done
+	redis-cli -p "$port" sentinel get-master-addr-by-name mymaster | grep -qx "$replica" || { cat rogue.log; false; }
 	bg 60 maro-recv -n sink -C 1 -f payload --registry "redis+sentinel://127.0.0.1:$port,${MARO_REGISTRY#redis+sentinel://}" > out
 	recv=$BG_PID
 	wait_until 10 is_live sink
