@@ -88,6 +88,7 @@ struct rds {
 	size_t nsent, first;		/* first: the one that answered last */
 	char master[MARO_NAME_MAX + 1];	/* empty: plain redis:// */
 	int64_t down_us;		/* since when no primary answers (maro_now_us), 0 */
+	int answered;			/* a command had a reply: the tool is past its start */
 };
 
 /* The server's clock in ms, as every script starts. */
@@ -861,11 +862,18 @@ connect_primary(struct maro_registry *r, int joining)
 	return -1;
 }
 
-/* The connection, to the server of the URL or to the primary the sentinels name. */
+/*
+ * The connection, to the server of the URL or to the primary the sentinels
+ * name.  Until a command has had a reply the tool is still starting, and
+ * has no entry to lose: a primary lost between the open and the first
+ * reply (killed as the tool connected) is waited for as at the open.
+ */
 static int
 connect_any(struct maro_registry *r)
 {
-	return R(r)->master[0] ? connect_primary(r, 0) : connect_server(r);
+	struct rds *d = R(r);
+
+	return d->master[0] ? connect_primary(r, !d->answered) : connect_server(r);
 }
 
 /*
@@ -887,6 +895,7 @@ command(struct maro_registry *r, int argc, const char **argv)
 			return NULL;
 		errno = 0;
 		rep = request(d, argc, argv);
+		d->answered |= rep != NULL;
 		if (rep && rep->type == REDIS_REPLY_ERROR && d->master[0] &&
 		    (!strncmp(rep->str, "READONLY", 8) || !strncmp(rep->str, "MASTERDOWN", 10))) {
 			maro_registry_fail(r, ECONNRESET, "redis at %s:%d is no longer the primary: %s",

@@ -315,6 +315,21 @@ fake() {
 }
 ms_since() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
 
+@test "sentinel: a primary lost between a tool's start and its first reply is waited for past the TTL, within -W" {
+	# the fake names itself, vouches for itself (ROLE), hangs up at the
+	# first command, refuses everything for 2 s, then names the real primary
+	command -v python3 > /dev/null || skip "python3 is not installed (the fake sentinel)"
+	bg 30 python3 "$MARO_TOP/tests/tools/fake-sentinel" vanish fake.port "$(ts primary)"
+	wait_until 10 test -s fake.port
+	t=$(date +%s%N)
+	# a TTL of 1 s: past it, a running tool's call would fail; a starting one waits
+	MARO_TTL=1s run --separate-stderr timeout 20 maro-peers -W 10s \
+		--registry "redis+sentinel://127.0.0.1:$(cat fake.port)/mymaster"
+	echo "$status in $(ms_since "$t") ms: $stderr"
+	assert_success
+	[ "$(ms_since "$t")" -ge 2000 ]
+}
+
 @test "sentinel: one that trickles its answer costs 0.5 s, and -W holds (69)" {
 	fake 30 trickle
 	t=$(date +%s%N)
