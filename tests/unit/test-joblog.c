@@ -1,3 +1,5 @@
+#include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -6,6 +8,22 @@
 #include "joblog.h"
 #include "message.h"
 #include "unit.h"
+
+/* The descriptors this process holds. */
+static int
+open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
 
 /* A file holding text, open at its start: what maro_joblog_load reads (a pipe would hold 64 KiB). */
 static int
@@ -82,6 +100,13 @@ test_joblog(void)
 	CHECK(h == hash_of("job", "w.2", "x", 0));
 	CHECK(h != hash_of("job", "w.1", "y", 0));
 	CHECK(h != hash_of("jo", "w.1", "bx", 0));
+	CHECK(h != hash_of("other", "w.1", "x", 0));	/* the tag counts */
+	/*
+	 * the hash is part of the log's format: a log written by one version
+	 * is resumed by the next.  This one, as maro-scatter -P w -t job
+	 * --joblog writes it for the line "x"
+	 */
+	CHECK(h == 0xf97916bc60a9caf3ull);
 	CHECK(hash_of("job", "w.1", "x", 1) != hash_of("job", "w.2", "x", 1));
 
 	/* a record: one line, its fields tab-separated, a control byte of the worker made '?' (diag escapes the payload's) */
@@ -167,6 +192,13 @@ test_joblog(void)
 	CHECK(load(&log, MARO_JOBLOG_HEADER "1\tzz\tw\t1\t1\t1\tdone\tx\n", &whole, &err) < 0 &&
 	    err.offset == 2);
 	maro_joblog_free(&log);
+	/* a seq with more than digits, or past 64 bits, is no seq */
+	CHECK(load(&log, MARO_JOBLOG_HEADER "1x\t0000000000000001\tw\t1\t1\t1\tdone\tx\n", &whole,
+	    &err) < 0 && err.offset == 2);
+	maro_joblog_free(&log);
+	CHECK(load(&log, MARO_JOBLOG_HEADER "99999999999999999999\t0000000000000001\tw\t1\t1\t1\tdone\tx\n",
+	    &whole, &err) < 0 && err.offset == 2);
+	maro_joblog_free(&log);
 	CHECK(load(&log, MARO_JOBLOG_HEADER "1\t0000000000000001\tw\t1\t1\t1\tmaybe\tx\n", &whole,
 	    &err) < 0);
 	maro_joblog_free(&log);
@@ -178,4 +210,19 @@ test_joblog(void)
 	CHECK(load(&log, "", &whole, &err) == 0 && whole == 0);
 	maro_joblog_free(&log);
 	maro_buf_free(&out);
+
+	/* a file that is not a job log, resumed: refused, and no descriptor kept */
+	{
+		char path[] = "/tmp/maro-unit-joblog.XXXXXX";
+		struct maro_joblog_file f = { 0 };
+		int fd = mkstemp(path), before, after;
+
+		CHECK(fd >= 0 && write(fd, "seq\tsomething else\n", 20) == 20);
+		close(fd);
+		before = open_fds();
+		CHECK(maro_joblog_open(&f, path, 1, &err) < 0 && errno == EINVAL);
+		after = open_fds();
+		CHECK(before > 0 && after == before);
+		unlink(path);
+	}
 }
