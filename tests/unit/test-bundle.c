@@ -1,3 +1,4 @@
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -35,6 +36,53 @@ unpack(const char *base, const char *s, size_t n, const char *into)
 }
 
 #define UNPACK(s, into) unpack(base, s, sizeof s - 1, into)
+
+/* The descriptors this process holds. */
+static int
+open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+/* The cache as maro_bundle_clear opens it, from MARO_BUNDLE_CACHE, under base. */
+static void
+test_cache(const char *base)
+{
+	char path[4200], *was = getenv("MARO_BUNDLE_CACHE") ? strdup(getenv("MARO_BUNDLE_CACHE")) : NULL;
+	struct maro_bundle_cleared cl;
+	struct maro_err err;
+	int before;
+
+	/* a trailing slash names the same directory: not "the root directory" */
+	snprintf(path, sizeof path, "%s/cache", base);
+	CHECK(mkdir(path, 0700) == 0);
+	snprintf(path, sizeof path, "%s/cache//", base);
+	setenv("MARO_BUNDLE_CACHE", path, 1);
+	CHECK(maro_bundle_clear(&cl, &err) == 0);
+	/* under a directory others may write, not sticky: refused, and no descriptor kept */
+	snprintf(path, sizeof path, "%s/open", base);
+	CHECK(mkdir(path, 0700) == 0 && chmod(path, 0777) == 0);
+	snprintf(path, sizeof path, "%s/open/cache", base);
+	CHECK(mkdir(path, 0700) == 0);
+	setenv("MARO_BUNDLE_CACHE", path, 1);
+	before = open_fds();
+	CHECK(maro_bundle_clear(&cl, &err) == MARO_BUNDLE_IO && strstr(err.msg, "not sticky"));
+	CHECK(before > 0 && open_fds() == before);
+	if (was)
+		setenv("MARO_BUNDLE_CACHE", was, 1);
+	else
+		unsetenv("MARO_BUNDLE_CACHE");
+	free(was);
+}
 
 void
 test_bundle(void)
@@ -109,6 +157,7 @@ test_bundle(void)
 	CHECK(maro_bundle_srv_answer(&srv, (const uint8_t *)"\x01", 1, &out, why, sizeof why) < 0);
 	maro_bundle_srv_close(&srv);
 	maro_buf_free(&out);
+	test_cache(base);
 	snprintf(path, sizeof path, "chmod -R u+w '%s' && rm -rf '%s'", base, base);
 	CHECK(system(path) == 0);
 	test_manifest();
