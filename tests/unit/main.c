@@ -1,3 +1,4 @@
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -141,6 +142,21 @@ unit_ctx_open(const char *who, char *dir, size_t len, const char *transport)
 		unit_rm_rf(dir);
 	}
 	return c;
+}
+
+int
+unit_open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
 }
 
 void

@@ -1,4 +1,3 @@
-#include <dirent.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -37,22 +36,6 @@ unpack(const char *base, const char *s, size_t n, const char *into)
 
 #define UNPACK(s, into) unpack(base, s, sizeof s - 1, into)
 
-/* The descriptors this process holds. */
-static int
-open_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *e;
-	int n = 0;
-
-	if (!d)
-		return -1;
-	while ((e = readdir(d)))
-		n += e->d_name[0] != '.';
-	closedir(d);
-	return n;
-}
-
 /* The cache as maro_bundle_clear opens it, from MARO_BUNDLE_CACHE, under base. */
 static void
 test_cache(const char *base)
@@ -74,9 +57,9 @@ test_cache(const char *base)
 	snprintf(path, sizeof path, "%s/open/cache", base);
 	CHECK(mkdir(path, 0700) == 0);
 	setenv("MARO_BUNDLE_CACHE", path, 1);
-	before = open_fds();
+	before = unit_open_fds();
 	CHECK(maro_bundle_clear(&cl, &err) == MARO_BUNDLE_IO && strstr(err.msg, "not sticky"));
-	CHECK(before > 0 && open_fds() == before);
+	CHECK(before > 0 && unit_open_fds() == before);
 	if (was)
 		setenv("MARO_BUNDLE_CACHE", was, 1);
 	else

@@ -1,4 +1,3 @@
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,22 +7,6 @@
 #include "joblog.h"
 #include "message.h"
 #include "unit.h"
-
-/* The descriptors this process holds. */
-static int
-open_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *e;
-	int n = 0;
-
-	if (!d)
-		return -1;
-	while ((e = readdir(d)))
-		n += e->d_name[0] != '.';
-	closedir(d);
-	return n;
-}
 
 /* A file holding text, open at its start: what maro_joblog_load reads (a pipe would hold 64 KiB). */
 static int
@@ -219,9 +202,9 @@ test_joblog(void)
 
 		CHECK(fd >= 0 && write(fd, "seq\tsomething else\n", 20) == 20);
 		close(fd);
-		before = open_fds();
+		before = unit_open_fds();
 		CHECK(maro_joblog_open(&f, path, 1, &err) < 0 && errno == EINVAL);
-		after = open_fds();
+		after = unit_open_fds();
 		CHECK(before > 0 && after == before);
 		unlink(path);
 	}

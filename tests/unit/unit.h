@@ -11,6 +11,9 @@ extern int unit_passed, unit_failed;
 	else { unit_failed++; fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); } \
 } while (0)
 
+/* How many descriptors this process holds (/proc/self/fd): what a leak changes. */
+int unit_open_fds(void);
+
 /* rm -rf DIR, for what a test made under /tmp (test-registry.c) */
 void unit_rm_rf(const char *dir);
 
