@@ -895,7 +895,6 @@ command(struct maro_registry *r, int argc, const char **argv)
 			return NULL;
 		errno = 0;
 		rep = request(d, argc, argv);
-		d->answered |= rep != NULL;
 		if (rep && rep->type == REDIS_REPLY_ERROR && d->master[0] &&
 		    (!strncmp(rep->str, "READONLY", 8) || !strncmp(rep->str, "MASTERDOWN", 10))) {
 			maro_registry_fail(r, ECONNRESET, "redis at %s:%d is no longer the primary: %s",
@@ -904,6 +903,8 @@ command(struct maro_registry *r, int argc, const char **argv)
 			drop(d);
 			continue;
 		}
+		/* past its start once a primary answered (a demoted one's refusal is no answer) */
+		d->answered |= rep != NULL;
 		if (rep && rep->type == REDIS_REPLY_ERROR) {
 			if (is_auth_error(rep->str)) {
 				maro_registry_fail(r, EACCES, "redis authentication failed at %s:%d", d->host,
