@@ -228,7 +228,7 @@ watch_ps() {
 	# the job's directory and every process it started are gone
 	run ls
 	refute_output --partial maro-job
-	run pgrep -f "maro-dist -n worker.%h.%r"
+	run pgrep -s 0 -f "maro-dist -n worker.%h.%r"
 	assert_failure
 }
 
