@@ -253,3 +253,123 @@ squat() {
 		assert_failure
 	done
 }
+
+# job_hosts FILE: a job over the host file FILE that says its registry and
+# starts 1 worker on each host, under dash; its status, stdout and stderr
+# as run's.  No ssh is ever run: MARO_SSH is a command that logs and fails.
+job_hosts() {
+	printf '#!/bin/sh\necho "ssh $*" >> "%s/ssh.log"\nexit 255\n' "$BATS_TEST_TMPDIR" > fake/ssh
+	chmod +x fake/ssh
+	run env MARO_HOSTS="$1" MARO_SSH="$BATS_TEST_TMPDIR/fake/ssh" dash -c '. maro-slurm
+		echo "registry $MARO_REGISTRY"
+		echo "group $MARO_GROUP"
+		maro_workers 1 maro-dist -n "w.%h.%r" --on "*:x:1" true
+		echo "workers $MARO_WORKERS"
+		maro-peers -e w="$MARO_WORKERS" -W 20s -q && echo live'
+}
+
+@test "a host file is checked whole before anything starts: a line that is not a host exits 2, naming its file and line" {
+	printf '# lab\n\n2/gpu1   # the big one\nuser@gpu2:2222\nbad host\n' > hosts
+	job_hosts hosts
+	[ "$status" -eq 2 ]
+	assert_output "maro-slurm: hosts:5: 'bad host' is not a host ([N/][USER@]HOST[:PORT], or : for this machine)"
+	[ ! -e ssh.log ]
+	printf 'gpu1:70000\n' > hosts
+	job_hosts hosts
+	[ "$status" -eq 2 ]
+	assert_output "maro-slurm: hosts:1: port 70000 (1 to 65535)"
+	printf '0/gpu1\n' > hosts
+	job_hosts hosts
+	[ "$status" -eq 2 ]
+	assert_output --partial "maro-slurm: hosts:1: '0/gpu1' is not a host"
+	printf '# nobody\n\n' > hosts
+	job_hosts hosts
+	[ "$status" -eq 2 ]
+	assert_output "maro-slurm: the host file 'hosts' names no host"
+	job_hosts missing
+	[ "$status" -eq 2 ]
+	assert_output "maro-slurm: cannot read the host file 'missing' (MARO_HOSTS)"
+	printf 'gpu1\n' > hosts
+	MARO_REGISTRY=dir:reg job_hosts hosts
+	[ "$status" -eq 2 ]
+	assert_output "maro-slurm: MARO_REGISTRY is a dir: registry, which other hosts cannot reach"
+	printf 'gpu1\n:\nroot@gpu1\n' > hosts
+	job_hosts hosts
+	[ "$status" -eq 2 ]
+	assert_output "maro-slurm: hosts:3: 'root@gpu1' is listed twice (a line a host; N/ says how many workers)"
+	printf ':\n2/:\n' > hosts
+	job_hosts hosts
+	[ "$status" -eq 2 ]
+	assert_output "maro-slurm: hosts:2: ':' is listed twice (a line a host; N/ says how many workers)"
+	printf 'gpu1\n' > hosts
+	SLURM_JOB_ID=5 job_hosts hosts
+	[ "$status" -eq 2 ]
+	assert_output "maro-slurm: MARO_HOSTS is set in a Slurm job: the job's nodes are its hosts (unset MARO_HOSTS)"
+	# nothing was left of the jobs refused
+	[ -z "$(ls tmp)" ]
+	[ ! -e ssh.log ]
+}
+
+@test "a host file of this machine alone (:) needs no ssh: a pool here, on the dir: registry of the job" {
+	printf '3/:   # three workers\n' > hosts
+	job_hosts hosts
+	assert_success
+	assert_line --regexp '^registry dir:.*/maro-job\.[A-Za-z0-9]{6}/registry$'
+	assert_line --regexp "^group job\.$(uname -n)\.[0-9]+\$"
+	assert_line "maro-slurm: this machine: 3 workers"
+	assert_line "workers 3"
+	assert_line live
+	[ ! -e ssh.log ]
+	[ -z "$(ls tmp)" ]
+}
+
+@test "a host that ssh cannot reach is named with ssh's reason, and a job with no host started exits 69, leaving nothing" {
+	printf 'gpu1.invalid\n' > hosts
+	job_hosts hosts
+	[ "$status" -eq 69 ]
+	assert_output "maro-slurm: cannot find the address the hosts reach this host at (set MARO_SLURM_ADDRESS)"
+	printf 'gpu1\n' > hosts
+	MARO_SLURM_ADDRESS=127.0.0.1 job_hosts hosts
+	[ "$status" -eq 69 ]
+	assert_line "maro-slurm: host gpu1: not started: ssh failed"
+	assert_line "maro-slurm: no host of hosts started a worker"
+	refute_line live
+	# ssh was asked in batch mode, never with the settings in its argv
+	run -0 cat ssh.log
+	assert_output --partial "-o BatchMode=yes"
+	refute_output --partial "redis://"
+	[ -z "$(ls tmp)" ]
+}
+
+@test "a host that never answers is given up after MARO_HOSTS_WAIT seconds, named, its session ended; a bad MARO_HOSTS_WAIT exits 2" {
+	# an ssh that connects and then says nothing, ever
+	printf '#!/bin/sh\nexec sleep 60\n' > fake/ssh-mute
+	chmod +x fake/ssh-mute
+	printf 'gpu1\n' > hosts
+	SECONDS=0
+	run -69 env MARO_HOSTS=hosts MARO_HOSTS_WAIT=2 MARO_SSH="$BATS_TEST_TMPDIR/fake/ssh-mute" \
+		MARO_SLURM_ADDRESS=127.0.0.1 timeout 20 dash -c '. maro-slurm; maro_workers 1 true; echo went on'
+	[ "$SECONDS" -lt 10 ]
+	assert_line "maro-slurm: host gpu1: not started: no answer within 2 s"
+	refute_line "went on"
+	run ! pgrep -s 0 -f "^sleep 60$"
+	for w in 0 x 3601 012; do
+		run -2 env MARO_HOSTS=hosts MARO_HOSTS_WAIT=$w dash -c '. maro-slurm'
+		assert_output "maro-slurm: invalid MARO_HOSTS_WAIT '$w' (seconds, 1 to 3600)"
+	done
+}
+
+@test "a job stopped while a host is still connecting waits for that session too, and ends it: no ssh is left behind" {
+	printf '#!/bin/sh\nexec sleep 60\n' > fake/ssh-mute
+	chmod +x fake/ssh-mute
+	printf 'gpu1\n' > hosts
+	bg 60 env MARO_HOSTS=hosts MARO_SSH="$BATS_TEST_TMPDIR/fake/ssh-mute" MARO_SLURM_ADDRESS=127.0.0.1 \
+		dash -c '. maro-slurm; maro_workers 1 true; echo went on' > job.out 2>&1
+	job=$BG_PID
+	wait_until 10 pgrep -s 0 -f "^sleep 60$"
+	kill -TERM "$(pgrep -P "$job" -x dash)"
+	wait_exit "$job" 20
+	[ "$status" -eq 143 ]
+	run ! pgrep -s 0 -f "^sleep 60$"
+	run -1 grep -c "went on" job.out
+}
