@@ -227,7 +227,7 @@ hostile() {
 	cmp master/job/big hostA/cache/maro/bundles/*/big
 }
 
-@test "the least recently used bundle goes when the cache is over MARO_BUNDLE_CACHE_MAX" {
+@test "the least recently used bundle goes when the cache is over MARO_BUNDLE_CACHE_MAX; a file named like one stays" {
 	head -c 600K /dev/urandom > master/job/one
 	serve master/job
 	export MARO_BUNDLE_CACHE_MAX=1M
@@ -237,7 +237,13 @@ hostile() {
 	wait_until 10 not_live files
 	head -c 600K /dev/urandom > master/job/one
 	serve master/job
+	# a file named like a bundle is no bundle: eviction passes it by
+	stray=hostA/cache/maro/bundles/$(printf '%064d' 0)
+	echo stray > "$stray"
+	touch -d '2000-01-01' "$stray"
 	fetch_only hostA w.2
+	[ "$(cat "$stray")" = stray ]
+	rm "$stray"
 	[ "$(bundles hostA/cache/maro/bundles | wc -l)" -eq 1 ]
 	[ "$(bundles hostA/cache/maro/bundles)" != "$first" ]
 }
@@ -554,6 +560,17 @@ unsafe_cache() {
 		exec env MARO_BUNDLE_CACHE="$PWD/hostA/cache" maro-dist -n w.1 --bundle files --on "*:x:1" true -W 10s'
 	echo "$output"
 	[[ $output == *"'big' cannot be written: No space left on device"* ]]
+}
+
+@test "a cache out of inodes, with room for its lock but not for the fetch's directory: said, 70" {
+	[ "$(id -u)" = 0 ] || skip "mounting a small tmpfs as the cache takes root"
+	unshare -m true 2>/dev/null || skip "no mount namespace here (unshare -m)"
+	serve master/job
+	mkdir hostA/cache
+	# three inodes: the cache, .locks and the bundle's lock file; none for tmp.*
+	run -70 unshare -m sh -c 'mount -t tmpfs -o size=256k,nr_inodes=3,mode=0700 none hostA/cache &&
+		exec env MARO_BUNDLE_CACHE="$PWD/hostA/cache" maro-dist -n w.1 --bundle files --on "*:x:1" true -W 10s'
+	assert_output "maro-dist: bundle of 'files': cannot write to the bundle cache '$PWD/hostA/cache': No space left on device"
 }
 
 @test "each entry counts 512 bytes toward MARO_BUNDLE_MAX: many empty ones are refused with 65" {

@@ -51,6 +51,16 @@ test_cache(const char *base)
 	snprintf(path, sizeof path, "%s/cache//", base);
 	setenv("MARO_BUNDLE_CACHE", path, 1);
 	CHECK(maro_bundle_clear(&cl, &err) == 0);
+	/* a bundle no one uses goes (the cache with it), and no descriptor of it is kept */
+	snprintf(path, sizeof path, "%s/cache", base);
+	CHECK(mkdir(path, 0700) == 0);
+	snprintf(path, sizeof path, "%s/cache/%064d", base, 7);
+	CHECK(mkdir(path, 0700) == 0);
+	snprintf(path, sizeof path, "%s/cache/%064d/run.sh", base, 7);
+	CHECK(close(open(path, O_WRONLY | O_CREAT, 0600)) == 0);
+	before = unit_open_fds();
+	CHECK(maro_bundle_clear(&cl, &err) == 0 && cl.removed == 1);
+	CHECK(before > 0 && unit_open_fds() == before);
 	/* under a directory others may write, not sticky: refused, and no descriptor kept */
 	snprintf(path, sizeof path, "%s/open", base);
 	CHECK(mkdir(path, 0700) == 0 && chmod(path, 0777) == 0);
