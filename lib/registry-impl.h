@@ -109,11 +109,11 @@ int64_t maro_registry_wall_ms(void);
 /*
  * The stored form of an entry: the same field names in both backends.
  * maro_registry_fields() lists an entry's own fields (name, type, endpoint,
- * host, pid, started, ncpu, load1, mem, info, stats, job) as key/value
+ * host, pid, started, ncpu, load1, mem, info, stats, job, version) as key/value
  * strings; the backend adds its bookkeeping fields (token, hb, ttl, and
  * owner for dir).
  */
-#define MARO_REGISTRY_NFIELDS 12
+#define MARO_REGISTRY_NFIELDS 13
 struct maro_registry_fields {
 	const char *key[MARO_REGISTRY_NFIELDS];
 	const char *val[MARO_REGISTRY_NFIELDS];
@@ -123,9 +123,9 @@ void maro_registry_fields(const struct maro_entry *e, struct maro_registry_field
 
 /*
  * The fields the MAC covers, in its order: the entry's own (as
- * maro_registry_fields lists them), then token, ttl and owner; job only
- * when it is not empty (maro(7): an entry without a job has the MAC it had
- * before there were jobs).
+ * maro_registry_fields lists them), then token, ttl and owner; job and
+ * version only when they are not empty (maro(7): an entry without them has
+ * the MAC it had before there were jobs and versions).
  */
 #define MARO_MAC_NFIELDS (MARO_REGISTRY_NFIELDS + 3)
 

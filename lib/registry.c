@@ -27,10 +27,11 @@ void (*maro_registry_notice)(int level, const char *msg);
 /* The keys the MAC covers, in its order (MARO_MAC_NFIELDS): maro_registry_fields's, then these. */
 static const char *const mac_keys[MARO_MAC_NFIELDS] = {
 	"name", "type", "endpoint", "host", "pid", "started", "ncpu", "load1", "mem", "info", "stats",
-	"job", "token", "ttl", "owner",
+	"job", "version", "token", "ttl", "owner",
 };
-/* job: covered only when it is not empty (registry-impl.h) */
+/* job and version: covered only when they are not empty (registry-impl.h) */
 #define MAC_JOB 11
+#define MAC_VERSION 12
 
 enum {
 	F_NAME = 1 << 0, F_TYPE = 1 << 1, F_ENDPOINT = 1 << 2, F_HOST = 1 << 3,
@@ -248,6 +249,11 @@ maro_registry_field(struct maro_entry *e, struct maro_registry_meta *m, const ch
 		if (text_field(e->stats, sizeof e->stats, v, n) < 0)
 			e->stats[0] = '\0';
 		clean_text(e->stats);
+	} else if (KEY_IS("version")) {
+		/* optional and never worth the entry: digits and dots, or nothing */
+		if (text_field(e->version, sizeof e->version, v, n) < 0 || n == 0 ||
+		    strspn(e->version, "0123456789.") != n)
+			e->version[0] = '\0';
 	} else if (KEY_IS("job")) {
 		if (text_field(e->job, sizeof e->job, v, n) < 0)
 			e->job[0] = '\0';
@@ -334,8 +340,8 @@ maro_registry_mac_raw(const unsigned char key[MARO_MAC_BYTES], const char *group
 	crypto_generichash_update(&st, (const unsigned char *)"group=", 6);
 	crypto_generichash_update(&st, (const unsigned char *)group, strlen(group));
 	for (i = 0; i < MARO_MAC_NFIELDS; i++) {
-		/* an entry without a job keeps the MAC of the entries of before jobs */
-		if (i == MAC_JOB && (!val[i] || !len[i]))
+		/* an entry without a job (a version) keeps the MAC of the entries of before them */
+		if ((i == MAC_JOB || i == MAC_VERSION) && (!val[i] || !len[i]))
 			continue;
 		/* one line each: a newline in a value could pass for the next field */
 		if (val[i] && memchr(val[i], '\n', len[i]))
@@ -398,7 +404,7 @@ maro_registry_fields(const struct maro_entry *e, struct maro_registry_fields *f)
 {
 	static const char *const keys[MARO_REGISTRY_NFIELDS] = {
 		"name", "type", "endpoint", "host", "pid", "started", "ncpu", "load1", "mem", "info",
-		"stats", "job",
+		"stats", "job", "version",
 	};
 	size_t i;
 
@@ -418,6 +424,7 @@ maro_registry_fields(const struct maro_entry *e, struct maro_registry_fields *f)
 	f->val[9] = e->info;
 	f->val[10] = e->stats;
 	f->val[11] = e->job;
+	f->val[12] = e->version;
 }
 
 int
@@ -493,6 +500,7 @@ fill_own(struct maro_entry *e)
 		snprintf(e->host, sizeof e->host, "localhost");
 	e->pid = getpid();
 	e->started_ms = maro_registry_wall_ms();
+	snprintf(e->version, sizeof e->version, "%s", MARO_VERSION);
 	fill_status(e);
 	/* already here, so that the first heartbeat of an idle member changes nothing */
 	maro_stats_text(e->stats, sizeof e->stats, maro_now_us());

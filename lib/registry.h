@@ -53,6 +53,7 @@
 #define MARO_ENDPOINT_MAX 256
 #define MARO_HOST_MAX 256
 #define MARO_INFO_MAX 256
+#define MARO_ENTRY_VERSION_MAX 32
 
 struct maro_entry {
 	char name[MARO_NAME_MAX + 1];
@@ -71,6 +72,9 @@ struct maro_entry {
 						   filled by register/heartbeat; optional: one too
 						   long or with a NUL reads as empty, and is cleaned
 						   as info is */
+	char version[MARO_ENTRY_VERSION_MAX + 1]; /* the tools' version, MAJOR.MINOR.PATCH
+						   (filled by register); optional: one that is
+						   not digits and dots reads as empty */
 	char job[MARO_STATS_JOB_MAX + 1];	/* the job its owner runs (stats.h:
 						   maro_stats_job_text), "" for none: set by
 						   maro_registry_set_job; optional and read as

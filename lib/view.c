@@ -77,6 +77,7 @@ entry_json(const struct maro_entry *e, const char *event)
 	json_object_set_new(j, "endpoint", json_string(e->endpoint));
 	json_object_set_new(j, "pid", json_integer(e->pid));
 	json_object_set_new(j, "started", json_integer(e->started_ms));
+	json_object_set_new(j, "version", json_string(e->version));
 	json_object_set_new(j, "heartbeat_age_ms", json_integer(e->heartbeat_age_ms));
 	json_object_set_new(j, "ncpu", json_integer(e->ncpu));
 	json_object_set_new(j, "load1", json_real(e->load1));
@@ -239,6 +240,11 @@ struct typestat {
 };
 
 /* The summary's figures, gathered once for both of its forms. */
+struct verstat {
+	const char *version;
+	size_t members;
+};
+
 struct summary {
 	struct hoststat *hs;
 	struct typestat *ts;
@@ -246,6 +252,8 @@ struct summary {
 	size_t nh, nt, cpus, npools, publish;
 	struct jobrow *jobs;		/* the jobs, in listing order */
 	size_t njobs;
+	struct verstat *vs;		/* the members' versions, in order of first sight */
+	size_t nv, nminor;		/* how many versions; how many MAJOR.MINOR */
 };
 
 /* The figures of the stats tables: their keys, as columns. */
@@ -284,10 +292,42 @@ by_type(const void *a, const void *b)
 static void
 summary_free(struct summary *s)
 {
+	free(s->vs);
 	free(s->hs);
 	free(s->ts);
 	free(s->sv);
 	free(s->jobs);
+}
+
+/* A version's MAJOR.MINOR: the length of its text up to the second dot. */
+static size_t
+minor_len(const char *v)
+{
+	const char *dot = strchr(v, '.');
+
+	dot = dot ? strchr(dot + 1, '.') : NULL;
+	return dot ? (size_t)(dot - v) : strlen(v);
+}
+
+/* One member's version into the summary's counts ("" is not known, not counted). */
+static void
+count_version(struct summary *s, const char *ver)
+{
+	size_t k, m;
+
+	if (!*ver)
+		return;
+	for (k = 0; k < s->nv && strcmp(s->vs[k].version, ver); k++)
+		;
+	if (k == s->nv) {
+		for (m = 0; m < s->nv; m++)
+			if (minor_len(s->vs[m].version) == minor_len(ver) &&
+			    !strncmp(s->vs[m].version, ver, minor_len(ver)))
+				break;
+		s->nminor += m == s->nv;
+		s->vs[s->nv++].version = ver;
+	}
+	s->vs[k].members++;
 }
 
 /*
@@ -304,7 +344,8 @@ summarize(struct summary *s, const struct maro_entry *v, size_t *nv)
 	s->ts = calloc(n + 1, sizeof *s->ts);
 	s->sv = calloc(n + 1, sizeof *s->sv);
 	s->jobs = calloc(*nv + 1, sizeof *s->jobs);
-	if (!s->hs || !s->ts || !s->sv || !s->jobs) {
+	s->vs = calloc(n + 1, sizeof *s->vs);
+	if (!s->hs || !s->ts || !s->sv || !s->jobs || !s->vs) {
 		summary_free(s);
 		errno = ENOMEM;
 		return -1;
@@ -329,6 +370,7 @@ summarize(struct summary *s, const struct maro_entry *v, size_t *nv)
 			s->ts[s->nt++].type = v[i].type;
 		s->ts[k].members++;
 		s->npools += !strcmp(v[i].type, "pool");
+		count_version(s, v[i].version);
 		if (maro_stats_parse(v[i].stats, &s->sv[i]) > 0) {
 			add_stats(&s->ts[k], &s->sv[i]);
 			s->publish++;
@@ -384,6 +426,10 @@ status_json(const struct summary *s, const struct maro_entry *v, size_t n)
 	json_object_set_new(j, "hosts", json_integer((json_int_t)s->nh));
 	json_object_set_new(j, "members", json_integer((json_int_t)n));
 	json_object_set_new(j, "cpus", json_integer((json_int_t)s->cpus));
+	ja = json_object();
+	for (k = 0; k < s->nv; k++)
+		json_object_set_new(ja, s->vs[k].version, json_integer((json_int_t)s->vs[k].members));
+	json_object_set_new(j, "versions", ja);
 	ja = json_array();
 	for (k = 0; k < s->nh; k++) {
 		const struct maro_entry *e = s->hs[k].latest;
@@ -580,7 +626,16 @@ status_text(struct maro_buf *out, const struct summary *s, const struct maro_ent
 	int rc = 0;
 
 	rc |= jobs_text(out, s);
-	rc |= maro_buf_printf(out, "hosts %zu, members %zu, CPUs %zu\n\n", s->nh, n, s->cpus);
+	rc |= maro_buf_printf(out, "hosts %zu, members %zu, CPUs %zu\n", s->nh, n, s->cpus);
+	/* members that cannot talk to each other: said, with how many run each */
+	if (s->nminor > 1) {
+		rc |= maro_buf_puts(out, "versions");
+		for (k = 0; k < s->nv; k++)
+			rc |= maro_buf_printf(out, "%s %s (%zu)", k ? "," : "", s->vs[k].version,
+			    s->vs[k].members);
+		rc |= maro_buf_puts(out, ": members of another MAJOR.MINOR cannot talk to each other\n");
+	}
+	rc |= maro_buf_puts(out, "\n");
 	rc |= maro_buf_printf(out, "%-24s  %4s  %6s  %7s  %7s\n", "HOST", "NCPU", "LOAD1", "MEM",
 	    "MEMBERS");
 	for (k = 0; k < s->nh; k++) {

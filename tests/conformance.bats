@@ -63,8 +63,9 @@ f = dict(l.rstrip("\n").split("=", 1) for l in sys.stdin if "=" in l)
 line = lambda k: k + "=" + f.get(k, "") + "\n"
 text = "group=" + sys.argv[2] + "\n" + "".join(map(line,
     "name type endpoint host pid started ncpu load1 mem info stats".split()))
-# job only when it is not empty
-text += (line("job") if f.get("job") else "") + "".join(map(line, "token ttl owner".split()))
+# job and version only when they are not empty
+text += (line("job") if f.get("job") else "") + (line("version") if f.get("version") else "")
+text += "".join(map(line, "token ttl owner".split()))
 print(hashlib.blake2b(text.encode(), digest_size=32, key=key).hexdigest())
 ' "$1" "$2"
 }
@@ -73,7 +74,9 @@ print(hashlib.blake2b(text.encode(), digest_size=32, key=key).hexdigest())
 # REGISTRY says, with a TTL of 60 s and no heartbeat; FIELD "-token" or
 # "-owner" leaves that field out; with $KEYFILE set it carries the mac
 # computed by entry_mac, or a wrong one with FIELD "+badmac"; with $JOB
-# set, the field job, under the mac, or added after it with FIELD "+jobafter"
+# set, the field job, under the mac, or added after it with FIELD "+jobafter";
+# with $VERSION set, the field version, under the mac (FIELD "+versionafter":
+# after it)
 register() {
 	local name=$1 endpoint=$2 type=${3:-$1} skip=" ${*:4} " token owner now f mac
 	token=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
@@ -84,12 +87,14 @@ register() {
 			hb "$now" ttl 60000)
 		[[ $skip == *" -token "* ]] || f+=(token "$token")
 		[ -z "${JOB:-}" ] || [[ $skip == *" +jobafter "* ]] || f+=(job "$JOB")
+		[ -z "${VERSION:-}" ] || [[ $skip == *" +versionafter "* ]] || f+=(version "$VERSION")
 		if [ -n "${KEYFILE:-}" ]; then
 			mac=$(printf '%s=%s\n' "${f[@]}" | entry_mac "$KEYFILE" "$MARO_GROUP")
 			[[ $skip != *" +badmac "* ]] || mac=$(tr 0-9a-f 1-9a-f0 <<< "$mac")
 			f+=(mac "$mac")
 		fi
 		[ -z "${JOB:-}" ] || [[ $skip != *" +jobafter "* ]] || f+=(job "$JOB")
+		[ -z "${VERSION:-}" ] || [[ $skip != *" +versionafter "* ]] || f+=(version "$VERSION")
 		"${cli[@]}" HSET "maro:$MARO_GROUP:m:$name" "${f[@]}" > /dev/null
 		"${cli[@]}" PEXPIRE "maro:$MARO_GROUP:m:$name" 60000 > /dev/null
 		"${cli[@]}" ZADD "maro:$MARO_GROUP:members" $((now + 60000)) "$name" > /dev/null
@@ -107,6 +112,7 @@ register() {
 		[[ $skip == *" -token "* ]] || echo "token=$token"
 		[[ $skip == *" -owner "* ]] || echo "owner=$owner"
 		[ -z "${JOB:-}" ] || [[ $skip == *" +jobafter "* ]] || echo "job=$JOB"
+		[ -z "${VERSION:-}" ] || [[ $skip == *" +versionafter "* ]] || echo "version=$VERSION"
 	} > "$dir/.tmp.$$.$name"
 	if [ -n "${KEYFILE:-}" ]; then
 		mac=$(entry_mac "$KEYFILE" "$MARO_GROUP" < "$dir/.tmp.$$.$name")
@@ -114,6 +120,8 @@ register() {
 		echo "mac=$mac" >> "$dir/.tmp.$$.$name"
 	fi
 	[ -z "${JOB:-}" ] || [[ $skip != *" +jobafter "* ]] || echo "job=$JOB" >> "$dir/.tmp.$$.$name"
+	[ -z "${VERSION:-}" ] || [[ $skip != *" +versionafter "* ]] ||
+		echo "version=$VERSION" >> "$dir/.tmp.$$.$name"
 	mv "$dir/.tmp.$$.$name" "$dir/$name.entry"
 }
 
@@ -144,6 +152,31 @@ recv() {
 	register by.hand tcp://127.0.0.1:9 hand
 	run -0 maro-peers -f json
 	assert_equal "$(jq -r '.name + " " + .type + " " + .endpoint' <<< "$output")" "by.hand hand tcp://127.0.0.1:9"
+}
+
+@test "maro(7) REGISTRY: a member publishes its tools' version; maro-peers --status says when members run more than one MAJOR.MINOR" {
+	local mine
+	mine=$(maro-peers --version | cut -d' ' -f2)
+	bg 30 maro-recv -n w.v -W 25s > /dev/null
+	wait_until 10 is_live w.v
+	run -0 maro-peers -f json
+	assert_equal "$(jq -r 'select(.name == "w.v") | .version' <<< "$output")" "$mine"
+	# another patch of the same MAJOR.MINOR talks to it: nothing said
+	VERSION=${mine%.*}.99 register other.patch tcp://127.0.0.1:9 hand
+	run -0 maro-peers --status
+	refute_output --partial "versions"
+	VERSION=9.1.0 register other.minor tcp://127.0.0.1:9 hand
+	run -0 maro-peers --status
+	assert_line --regexp '^versions .*: members of another MAJOR.MINOR cannot talk to each other$'
+	assert_line --partial " $mine (1)"
+	assert_line --partial " 9.1.0 (1)"
+	run -0 maro-peers --status -f json
+	assert_equal "$(jq -cS .versions <<< "$output")" \
+		"$(jq -cnS --arg a "$mine" --arg b "${mine%.*}.99" '{($a): 1, ($b): 1, "9.1.0": 1}')"
+	# a version that is not digits and dots reads as empty; the entry stays
+	VERSION='1.0; rm -rf x' register odd.version tcp://127.0.0.1:9 hand
+	run -0 maro-peers -f json
+	assert_equal "$(jq -r 'select(.name == "odd.version") | "[" + .version + "]"' <<< "$output")" "[]"
 }
 
 @test "maro(7) REGISTRY MUST: a reader skips an entry without a token" {
@@ -384,22 +417,24 @@ entry() {
 
 @test "maro(7) REGISTRY MUST: with a group key, a reader takes an entry whose mac is computed as the page says (its job too), and skips one with a wrong mac or none, or a job added after" {
 	maro-keygen group.key
-	KEYFILE=group.key JOB='start=1795000000 total=4 read=4 done=3 failed=1 gaveup=0 open=1 rate=1.50 eta=1' \
+	KEYFILE=group.key VERSION=0.1.7 JOB='start=1795000000 total=4 read=4 done=3 failed=1 gaveup=0 open=1 rate=1.50 eta=1' \
 		register by.hand tcp://127.0.0.1:9 hand
 	KEYFILE=group.key register bad.mac tcp://127.0.0.1:9 bad +badmac
 	KEYFILE=group.key JOB='start=1795000000 done=9' register job.after tcp://127.0.0.1:9 after +jobafter
+	KEYFILE=group.key VERSION=0.1.7 register version.after tcp://127.0.0.1:9 after +versionafter
 	register no.mac tcp://127.0.0.1:9 no
 	MARO_KEYFILE=group.key run -0 --separate-stderr maro-peers -v -f json
-	assert_equal "$(jq -r .name <<< "$output")" by.hand
+	assert_equal "$(jq -r '.name + " " + .version' <<< "$output")" "by.hand 0.1.7"
 	[[ "$stderr" == *"skipped the entry of 'bad.mac': its MAC is wrong"* ]]
 	[[ "$stderr" == *"skipped the entry of 'job.after': its MAC is wrong"* ]]
+	[[ "$stderr" == *"skipped the entry of 'version.after': its MAC is wrong"* ]]
 	[[ "$stderr" == *"skipped the entry of 'no.mac': its MAC is missing"* ]]
 	MARO_KEYFILE=group.key run -0 --separate-stderr maro-peers --status -f json
 	assert_equal "$(jq -c '[.jobs[] | [.name, .start, .total, .done, .failed, .open, .rate, .eta]]' <<< "$output")" \
 		'[["by.hand",1795000000,4,3,1,1,1.5,1]]'
 	# a reader without the key takes them all
 	run -0 maro-peers -f json
-	assert_equal "$(jq -r .name <<< "$output" | sort | tr '\n' ' ')" "bad.mac by.hand job.after no.mac "
+	assert_equal "$(jq -r .name <<< "$output" | sort | tr '\n' ' ')" "bad.mac by.hand job.after no.mac version.after "
 	# a sender with the key finds no trusted entry: refused at once, not waited for
 	run -69 --separate-stderr timeout 20 maro-send --keyfile group.key -p no.mac -t x -d y --notification -W 10s
 	[[ "$stderr" == *"'no.mac' refused our connection for want of the group key: its entry lacks our group key's MAC"* ]]

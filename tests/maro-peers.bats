@@ -145,13 +145,13 @@ stored() {
 	assert_success
 	[ "${#lines[@]}" -eq 2 ]
 	assert_line --index 0 --regexp '^\{"name":"worker\.1","type":"worker",'
-	echo "${lines[0]}" | jq -e --arg h "$(hostname)" --argjson pid "$w1" '
+	echo "${lines[0]}" | jq -e --arg h "$(hostname)" --argjson pid "$w1" --arg v "$(maro-peers -V | cut -d' ' -f2)" '
 		.name == "worker.1" and .type == "worker" and .host == $h and
 		.endpoint == "tcp://127.0.0.1:5001" and .pid == $pid and
 		.started > 1600000000000 and .heartbeat_age_ms >= 0 and
 		.heartbeat_age_ms < 3000 and .ncpu >= 1 and (.load1 | type) == "number" and
 		.mem_used_kb > 0 and .info == "" and .stats.in == 0 and .stats.done == 0 and
-		(keys | length) == 12'
+		.version == $v and (keys | length) == 13'
 	echo "${lines[1]}" | jq -e '.name == "worker.2"'
 }
 
