@@ -16,12 +16,14 @@ static void test_manifest(void);
 
 static const struct maro_bundle_limits lim = { 1 << 20, 1 << 16, 1 << 30, 0 };
 
-/* Unpacks the n bytes of stream s into a fresh directory under base: the fault. */
+/* Unpacks the n bytes of stream s into a fresh directory under base: the fault; what it said in why. */
+static char why_said[sizeof ((struct maro_err *)0)->msg];
+
 static int
 unpack(const char *base, const char *s, size_t n, const char *into)
 {
 	char path[4096];
-	struct maro_err err;
+	struct maro_err err = { 0 };
 	FILE *f = tmpfile();
 	int rc;
 
@@ -31,6 +33,7 @@ unpack(const char *base, const char *s, size_t n, const char *into)
 	rewind(f);
 	rc = maro_bundle_unpack(fileno(f), path, &lim, &err);
 	fclose(f);
+	snprintf(why_said, sizeof why_said, "%s", rc ? err.msg : "");
 	return rc;
 }
 
@@ -110,8 +113,19 @@ test_bundle(void)
 	    "order") == 0);
 	CHECK(UNPACK("maro-bundle 1\nd 0755 a\nd 0755 b\nf 0644 1 a/x\nxe\n", "h0") == MARO_BUNDLE_HOSTILE);
 	CHECK(UNPACK("maro-bundle 1\nd 0755 a\nf 0644 1 ab/x\nxe\n", "h00") == MARO_BUNDLE_HOSTILE);
+	/* a mode up to 07777 is a mode (what a directory keeps of it: r-x) */
+	CHECK(UNPACK("maro-bundle 1\nd 7777 top\ne\n", "m7777") == 0);
+	snprintf(path, sizeof path, "%s/m7777/top", base);
+	CHECK(stat(path, &st) == 0 && (st.st_mode & 07777) == 0555);
+	CHECK(UNPACK("maro-bundle 1\nd 10000 top\ne\n", "m10000") == MARO_BUNDLE_HOSTILE &&
+	    strstr(why_said, "a malformed record"));
+	/* the directories it walks through are closed as it leaves them */
+	fd = unit_open_fds();
+	CHECK(UNPACK("maro-bundle 1\nd 0755 a\nd 0755 a/b\nd 0755 a/b/c\nd 0755 d\nd 0755 d/e\ne\n", "fds") == 0);
+	CHECK(fd > 0 && unit_open_fds() == fd);
 	/* hostile or broken */
-	CHECK(UNPACK("not a bundle\ne\n", "h1") == MARO_BUNDLE_HOSTILE);
+	CHECK(UNPACK("not a bundle\ne\n", "h1") == MARO_BUNDLE_HOSTILE &&
+	    !strcmp(why_said, "not a bundle (no 'maro-bundle 1' line first)"));
 	CHECK(UNPACK("maro-bundle 1\nf 0644 2 a\nx\n", "h2") == MARO_BUNDLE_HOSTILE);	/* no end */
 	CHECK(UNPACK("maro-bundle 1\nf 0644 9 a\nx\ne\n", "h3") == MARO_BUNDLE_HOSTILE);	/* cut short */
 	CHECK(UNPACK("maro-bundle 1\ne\nmore", "h4") == MARO_BUNDLE_HOSTILE);
