@@ -164,6 +164,26 @@ text_field(char *dst, size_t cap, const char *v, size_t n)
 	return 0;
 }
 
+/* A version: numbers separated by single dots, two of them at least (MAJOR.MINOR). */
+static int
+version_ok(const char *s)
+{
+	int parts = 0;
+
+	for (;;) {
+		size_t d = strspn(s, "0123456789");
+
+		if (!d)
+			return 0;
+		parts++;
+		s += d;
+		if (!*s)
+			return parts >= 2;
+		if (*s++ != '.')
+			return 0;
+	}
+}
+
 /* A decimal integer in [min, max], all of v. */
 static int
 int_field(const char *v, size_t n, int64_t min, int64_t max, int64_t *out)
@@ -250,9 +270,8 @@ maro_registry_field(struct maro_entry *e, struct maro_registry_meta *m, const ch
 			e->stats[0] = '\0';
 		clean_text(e->stats);
 	} else if (KEY_IS("version")) {
-		/* optional and never worth the entry: digits and dots, or nothing */
-		if (text_field(e->version, sizeof e->version, v, n) < 0 || n == 0 ||
-		    strspn(e->version, "0123456789.") != n)
+		/* optional and never worth the entry: MAJOR.MINOR[.PATCH...], or nothing */
+		if (text_field(e->version, sizeof e->version, v, n) < 0 || !version_ok(e->version))
 			e->version[0] = '\0';
 	} else if (KEY_IS("job")) {
 		if (text_field(e->job, sizeof e->job, v, n) < 0)
@@ -500,7 +519,11 @@ fill_own(struct maro_entry *e)
 		snprintf(e->host, sizeof e->host, "localhost");
 	e->pid = getpid();
 	e->started_ms = maro_registry_wall_ms();
-	snprintf(e->version, sizeof e->version, "%s", MARO_VERSION);
+	/* its numbers alone: a build's suffix (0.2.0-rc1) is no version a reader takes */
+	snprintf(e->version, sizeof e->version, "%.*s", (int)strspn(MARO_VERSION, "0123456789."),
+	    MARO_VERSION);
+	if (!version_ok(e->version))
+		e->version[0] = '\0';
 	fill_status(e);
 	/* already here, so that the first heartbeat of an idle member changes nothing */
 	maro_stats_text(e->stats, sizeof e->stats, maro_now_us());
