@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -29,6 +30,7 @@ struct maro_zap {
 	/* monitors of server sockets: handed over under lock, owned by the thread */
 	void *pending[WATCH_MAX], *watched[WATCH_MAX];
 	unsigned npending, nwatched, serial;
+	int wake;		/* an eventfd: a monitor is pending (the thread sleeps until then) */
 };
 
 static void
@@ -139,25 +141,29 @@ zap_run(void *arg)
 	unsigned i;
 
 	for (;;) {
-		zmq_pollitem_t items[1 + WATCH_MAX];
+		zmq_pollitem_t items[2 + WATCH_MAX];
+		uint64_t n;
 
 		pthread_mutex_lock(&z->lock);
 		while (z->npending && z->nwatched < WATCH_MAX)
 			z->watched[z->nwatched++] = z->pending[--z->npending];
 		pthread_mutex_unlock(&z->lock);
 		items[0] = (zmq_pollitem_t){ z->sock, 0, ZMQ_POLLIN, 0 };
+		items[1] = (zmq_pollitem_t){ NULL, z->wake, ZMQ_POLLIN, 0 };
 		for (i = 0; i < z->nwatched; i++)
-			items[1 + i] = (zmq_pollitem_t){ z->watched[i], 0, ZMQ_POLLIN, 0 };
-		/* new monitors are picked up within 100 ms */
-		if (zmq_poll(items, (int)(1 + z->nwatched), 100) < 0) {
+			items[2 + i] = (zmq_pollitem_t){ z->watched[i], 0, ZMQ_POLLIN, 0 };
+		/* no timeout: a new monitor wakes it (maro_zap_watch), the context's end too (ETERM) */
+		if (zmq_poll(items, (int)(2 + z->nwatched), -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			break;	/* ETERM: the context ends */
 		}
+		if (items[1].revents & ZMQ_POLLIN)
+			(void)!read(z->wake, &n, sizeof n);
 		if ((items[0].revents & ZMQ_POLLIN) && zap_answer(z) < 0)
 			break;
 		for (i = 0; i < z->nwatched; i++)
-			if ((items[1 + i].revents & ZMQ_POLLIN) && watch_events(z, z->watched[i]) < 0)
+			if ((items[2 + i].revents & ZMQ_POLLIN) && watch_events(z, z->watched[i]) < 0)
 				goto out;
 	}
 out:
@@ -191,6 +197,8 @@ maro_zap_start(void *zmq_ctx, const char *public_z85)
 		return NULL;
 	}
 	pthread_mutex_init(&z->lock, NULL);
+	if ((z->wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0)
+		goto fail;
 	/* bound before any server socket exists: no handshake goes unchecked */
 	z->sock = zmq_socket(zmq_ctx, ZMQ_REP);
 	if (!z->sock || zmq_bind(z->sock, "inproc://zeromq.zap.01") < 0)
@@ -204,6 +212,8 @@ fail:
 	e = errno;
 	if (z->sock)
 		zmq_close(z->sock);
+	if (z->wake >= 0)
+		close(z->wake);
 	pthread_mutex_destroy(&z->lock);
 	free(z);
 	errno = e;
@@ -243,6 +253,9 @@ maro_zap_watch(struct maro_zap *z, void *zmq_ctx, void *server)
 	}
 	z->pending[z->npending++] = mon;
 	pthread_mutex_unlock(&z->lock);
+	/* the thread takes it up now (an eventfd's counter cannot be full here) */
+	if (eventfd_write(z->wake, 1) < 0)
+		return -1;
 	return 0;
 }
 
@@ -252,6 +265,7 @@ maro_zap_join(struct maro_zap *z)
 	if (!z)
 		return;
 	pthread_join(z->thread, NULL);
+	close(z->wake);
 	pthread_mutex_destroy(&z->lock);
 	free(z);
 }

@@ -257,3 +257,27 @@ refused_fast() {
 		[[ "$stderr" != *s3cret* ]]
 	done
 }
+
+# not_traced PID: no tracer holds PID
+not_traced() { [ "$(awk '/^TracerPid:/ { print $2 }' "/proc/$1/status")" = 0 ]; }
+
+@test "an idle member with the group key sleeps: its key's thread wakes only for a handshake, not ten times a second" {
+	command -v strace > /dev/null || skip "strace is not installed"
+	keyed_recv idle 1
+	pid=$(child_pid "$RECV" maro-recv)
+	# 3 s of every thread's polls: the main loop's, two a heartbeat (1.25 to
+	# 1.67 s apart), where a 100 ms timer of the key's thread made 30 more
+	timeout 10 strace -f -c -e trace=poll,ppoll,epoll_wait -p "$pid" -o polls.txt &
+	strace_pid=$!
+	sleep 3
+	kill -INT "$strace_pid"
+	wait "$strace_pid" || :
+	# detached: the member runs untraced again
+	wait_until 5 not_traced "$pid"
+	polls=$(awk '$NF == "poll" { print $4 }' polls.txt)
+	[ "${polls:-0}" -lt 15 ]
+	# and a sender with the key still gets through (the thread answers at once)
+	run -0 maro-send --keyfile group.key -p idle -t x -d hello --notification -W 10s
+	wait_exit "$RECV" 10
+	[ "$(cat idle.out)" = hello ]
+}
