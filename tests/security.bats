@@ -148,6 +148,9 @@ refused_fast() {
 	[ "$(cat w.out)" = intruder ]
 }
 
+# holds NAME PID: the registry's entry of NAME is PID's
+holds() { maro-peers -f json | jq -e --arg n "$1" --argjson p "$2" 'select(.name == $n) | .pid == $p' > /dev/null; }
+
 @test "a name registered by a process without the key receives nothing" {
 	# the intruder takes the name over; keyed senders cannot hand it anything
 	bg 30 maro-recv -n w --takeover -C 1 -W 20s -f payload > intruder.out 2> intruder.err
@@ -156,8 +159,10 @@ refused_fast() {
 	run timeout 20 maro-send --keyfile group.key --notification -t x -d for-members-only -p w -W 2s
 	assert_failure 69
 	[ ! -s intruder.out ]
-	# the member takes its name back: the next keyed message is its
+	# the member takes its name back: the next keyed message is its, once
+	# the registry names it (the intruder's entry was live all along)
 	keyed_recv w 1 --takeover
+	wait_until 10 holds w "$(child_pid "$RECV" maro-recv)"
 	run timeout 20 maro-send --keyfile group.key --notification -t x -d for-members-only -p w -W 10s
 	assert_success
 	wait_exit "$RECV" 20
