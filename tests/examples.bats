@@ -17,12 +17,7 @@ teardown() { default_teardown; }
 # example PAGE N: the Nth literal block of man/PAGE's EXAMPLES, as a shell
 # reads it (\e is a backslash); in a block of "$ " prompts, only the commands.
 example() {
-	awk -v want="$2" '
-		/^\.Sh / { inex = ($2 == "EXAMPLES") }
-		inex && /^\.Bd -literal/ { n++; inblk = (n == want); next }
-		/^\.Ed/ { inblk = 0; next }
-		inblk { gsub(/\\e/, "\\"); gsub(/\\&/, ""); print }
-	' "$MARO_TOP/man/$1" | awk '
+	page_example "$1" "$2" | awk '
 		{ line[NR] = $0; if ($0 ~ /^\$ /) prompt = 1 }
 		END {
 			for (i = 1; i <= NR; i++)

@@ -30,6 +30,17 @@ bg() {
 	BG_PIDS+=("$BG_PID")
 }
 
+# page_example PAGE N: the Nth literal block of man/PAGE's EXAMPLES, as a
+# shell reads it (\e is a backslash, \& nothing)
+page_example() {
+	awk -v want="$2" '
+		/^\.Sh / { inex = ($2 == "EXAMPLES") }
+		inex && /^\.Bd -literal/ { n++; inblk = (n == want); next }
+		/^\.Ed/ { inblk = 0; next }
+		inblk { gsub(/\\e/, "\\"); gsub(/\\&/, ""); print }
+	' "$MARO_TOP/man/$1"
+}
+
 # wait_until SECONDS CMD...: poll CMD until it succeeds: after 10 ms, then
 # each pause half again as long, up to 200 ms (a CMD that runs a tool costs a
 # process a look: a wait of seconds looks some 20 times, not 100).

@@ -18,20 +18,6 @@ HOSTS="master wa wb wc wd we wf wg"
 SSHD_HOSTS="wa wb wc wd we wf wg"
 GONE=$NET.9
 
-# on HOST CMD...: CMD on HOST (its network namespace, and a UTS namespace
-# named HOST); on_bg SECONDS HOST CMD...: the same, bounded, in the
-# background (killed by pid at teardown).
-on() {
-	local host=$1
-	shift
-	ip netns exec "$NETNS-$host" unshare --uts sh -c "$HOSTED" "$host" "$@"
-}
-on_bg() {
-	local limit=$1 host=$2
-	shift 2
-	bg "$limit" ip netns exec "$NETNS-$host" unshare --uts sh -c "$HOSTED" "$host" "$@"
-}
-
 # sshd_up HOST: HOST's sshd, answering the test's key (wd: another key);
 # its sessions get a TMPDIR and a cache of the host's own.
 sshd_up() {
@@ -230,19 +216,9 @@ answered_once() {
 	wait_until 10 nothing_left wa wb wc
 }
 
-# example N: the Nth example of maro-slurm(7), as printed
-example() {
-	awk -v want="$1" '
-		/^\.Sh / { inex = ($2 == "EXAMPLES") }
-		inex && /^\.Bd -literal/ { n++; inblk = (n == want); next }
-		/^\.Ed/ { inblk = 0; next }
-		inblk { gsub(/\\e/, "\\"); gsub(/\\&/, ""); print }
-	' "$MARO_TOP/man/maro-slurm.7"
-}
-
 @test "maro-slurm(7)'s example over the hosts of a file, as printed: gpu1 to gpu3 of the user's ssh configuration" {
 	ln -s "$MARO_TOP/scripts" scripts
-	example 4 > example.sh
+	page_example maro-slurm.7 4 > example.sh
 	grep -q '^MARO_HOSTS=hosts sh scripts/slurm-demo 1000 answers$' example.sh
 	run -0 on master timeout 120 sh example.sh
 	assert_line --regexp '^maro-slurm: host gpu1: 2 workers \(maro [0-9.]+\)$'

@@ -13,23 +13,6 @@ NET=10.77.0
 declare -gA ADDR=([redis]=$NET.1 [master]=$NET.2 [wa]=$NET.3 [wb]=$NET.4 [wc]=$NET.5)
 HOSTS="redis master wa wb wc"
 
-# on HOST CMD...: run CMD on HOST: in its network namespace, and in a UTS
-# namespace of its own whose host name is HOST (what heartbeats and
-# maro-pool's job names carry).  ip netns exec, unshare and sh all exec, so
-# a pid taken from it is CMD's own.
-on() {
-	local host=$1
-	shift
-	ip netns exec "$NETNS-$host" unshare --uts sh -c "$HOSTED" "$host" "$@"
-}
-
-# on_bg SECONDS HOST CMD...: bg (bounded, killed by pid at teardown) on HOST.
-on_bg() {
-	local limit=$1 host=$2
-	shift 2
-	bg "$limit" ip netns exec "$NETNS-$host" unshare --uts sh -c "$HOSTED" "$host" "$@"
-}
-
 redis_ready() {
 	[ "$(on master timeout 2 redis-cli -h "${ADDR[redis]}" -p 6379 ping 2>/dev/null)" = PONG ]
 }

@@ -13,6 +13,23 @@
 # (sh -c "$HOSTED" HOST CMD...): the pid taken is CMD's own.
 HOSTED='hostname "$0" && exec "$@"'
 
+# on HOST CMD...: run CMD on HOST: in its network namespace, and in a UTS
+# namespace of its own whose host name is HOST (what heartbeats and
+# maro-pool's job names carry).  ip netns exec, unshare and sh all exec, so
+# a pid taken from it is CMD's own.
+on() {
+	local host=$1
+	shift
+	ip netns exec "$NETNS-$host" unshare --uts sh -c "$HOSTED" "$host" "$@"
+}
+
+# on_bg SECONDS HOST CMD...: bg (bounded, killed by pid at teardown) on HOST.
+on_bg() {
+	local limit=$1 host=$2
+	shift 2
+	bg "$limit" ip netns exec "$NETNS-$host" unshare --uts sh -c "$HOSTED" "$host" "$@"
+}
+
 net_down() {
 	local made=$BATS_FILE_TMPDIR/made kind what pid i
 	[ -f "$made" ] || return 0

@@ -171,16 +171,8 @@ leftovers() {
 	done
 }
 
-# example N: the Nth literal block of maro-slurm(7)'s EXAMPLES, as a shell
-# reads it (\e is a backslash, \& nothing)
-example() {
-	awk -v want="$1" '
-		/^\.Sh / { inex = ($2 == "EXAMPLES") }
-		inex && /^\.Bd -literal/ { n++; inblk = (n == want); next }
-		/^\.Ed/ { inblk = 0; next }
-		inblk { gsub(/\\e/, "\\"); gsub(/\\&/, ""); print }
-	' "$MARO_TOP/man/maro-slurm.7"
-}
+# example N: the Nth example of maro-slurm(7), as a shell reads it
+example() { page_example maro-slurm.7 "$1"; }
 
 # job_output: job.out (stdout and stderr) without the notices of what a
 # tool awaited, which a busy node may or may not print
